@@ -1,0 +1,65 @@
+package collector
+
+import (
+	"math"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/headroom-dev/headroom/engine"
+)
+
+// TargetStatus is what is known about a target's own metrics.
+type TargetStatus struct {
+	Name, Model, Engine, URL string
+	Up                       bool
+	Load                     engine.Load
+}
+
+// Targets exports what each target's engine says about itself. It is a custom
+// Collector because its label set follows the configuration and the engines.
+type Targets struct {
+	status func() []TargetStatus
+	info, up, requests, kv, load *prometheus.Desc
+}
+
+// NewTargets returns a collector reading status on every scrape.
+func NewTargets(status func() []TargetStatus) *Targets {
+	return &Targets{status: status,
+		info:     prometheus.NewDesc("headroom_target_info", "Target metadata.", []string{"target", "model", "engine", "url"}, nil),
+		up:       prometheus.NewDesc("headroom_target_up", "1 if the target's own /metrics could be read.", []string{"target"}, nil),
+		requests: prometheus.NewDesc("headroom_target_requests", "Requests on the target by state, from its engine's metrics.", []string{"target", "state"}, nil),
+		kv:       prometheus.NewDesc("headroom_target_kv_cache_usage_ratio", "KV-cache usage, 0..1.", []string{"target"}, nil),
+		load:     prometheus.NewDesc("headroom_load_requests", "Concurrent requests now (running + waiting).", []string{"target"}, nil),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *Targets) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.info, c.up, c.requests, c.kv, c.load} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *Targets) Collect(ch chan<- prometheus.Metric) {
+	for _, s := range c.status() {
+		ch <- prometheus.MustNewConstMetric(c.info, prometheus.GaugeValue, 1, s.Name, s.Model, s.Engine, s.URL)
+		up := 0.0
+		if s.Up {
+			up = 1
+		}
+		ch <- prometheus.MustNewConstMetric(c.up, prometheus.GaugeValue, up, s.Name)
+		if !s.Up {
+			continue
+		}
+		gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+			if !math.IsNaN(v) {
+				ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+			}
+		}
+		gauge(c.requests, s.Load.Running, s.Name, "running")
+		gauge(c.requests, s.Load.Waiting, s.Name, "waiting")
+		gauge(c.kv, s.Load.KVUsage, s.Name)
+		gauge(c.load, s.Load.InFlight(), s.Name)
+	}
+}

@@ -1,0 +1,33 @@
+package config
+
+import "time"
+
+// DefaultScenarios are the context lengths of the reference reports' use cases
+// (reports 000-002): 1K with 128 output tokens for code completion, 1024 otherwise.
+func DefaultScenarios() []Scenario {
+	mk := func(name string, in, out int) Scenario {
+		return Scenario{Name: name, InputTokens: in, OutputTokens: out, Interval: 5 * time.Minute, Cache: "cold"}
+	}
+	return []Scenario{
+		mk("ctx-1k", 1024, 128),
+		mk("ctx-8k", 8192, 1024),
+		mk("ctx-32k", 32768, 1024),
+		mk("ctx-64k", 65536, 1024),
+		mk("ctx-96k", 98304, 1024),
+	}
+}
+
+// DefaultUseCases are the five use cases and thresholds of reports 000-002.
+func DefaultUseCases() []UseCase {
+	mk := func(name, scenario string, ttft, e2e time.Duration, decode float64) UseCase {
+		return UseCase{Name: name, Scenario: scenario, Statistic: "mean", Window: 30 * time.Minute,
+			TTFTMax: ttft, E2EMax: e2e, DecodeMinTPS: decode}
+	}
+	return []UseCase{
+		mk("code-completion", "ctx-1k", 0, 2*time.Second, 0),
+		mk("short-chatbot", "ctx-8k", 10*time.Second, 0, 10),
+		mk("chatbot", "ctx-32k", 8*time.Second, 0, 15),
+		mk("document", "ctx-64k", 12*time.Second, 0, 15),
+		mk("coding-assistant", "ctx-96k", 12*time.Second, 0, 20),
+	}
+}

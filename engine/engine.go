@@ -1,0 +1,255 @@
+// Package engine reads what an inference server says about itself on its own
+// Prometheus endpoint and normalises it across engines: requests running and
+// waiting, KV-cache usage, the queue-time histogram and token counters.
+package engine
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strings"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// Load is one normalised reading. Unknown values are NaN.
+type Load struct {
+	Engine  string
+	Running float64
+	Waiting float64
+	KVUsage float64 // 0..1
+	// QueueCount and QueueSum are the cumulative count and sum of the engine's
+	// queue-time histogram; their deltas across a probe give its queue wait.
+	QueueCount, QueueSum float64
+	PromptTokens         float64 // cumulative
+	GenerationTokens     float64 // cumulative
+}
+
+// InFlight is running + waiting, NaN when either is unknown.
+func (l Load) InFlight() float64 { return l.Running + l.Waiting }
+
+// dialect names one engine's metrics. Each list is tried in order (current
+// names first, then older ones still served).
+type dialect struct {
+	engine    string
+	running   []string
+	waiting   []string
+	kv        []string
+	queue     []string // histogram, seconds
+	prompt    []string // counter, or histogram whose sum counts tokens
+	generated []string
+	// custom handles engines whose numbers need arithmetic across label values.
+	custom func(map[string]*dto.MetricFamily, *Load)
+}
+
+var dialects = []dialect{
+	{engine: "vllm",
+		running: []string{"vllm:num_requests_running"}, waiting: []string{"vllm:num_requests_waiting"},
+		kv:    []string{"vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"},
+		queue: []string{"vllm:request_queue_time_seconds"},
+		prompt: []string{"vllm:prompt_tokens_total", "vllm:prompt_tokens"}, generated: []string{"vllm:generation_tokens_total", "vllm:generation_tokens"}},
+	{engine: "sglang",
+		running: []string{"sglang:num_running_reqs"}, waiting: []string{"sglang:num_queue_reqs"},
+		kv: []string{"sglang:token_usage"}, queue: []string{"sglang:queue_time_seconds"},
+		prompt: []string{"sglang:prompt_tokens_total", "sglang:prompt_tokens"}, generated: []string{"sglang:generation_tokens_total", "sglang:generation_tokens"}},
+	{engine: "tgi",
+		running: []string{"tgi_batch_current_size"}, waiting: []string{"tgi_queue_size"},
+		queue:  []string{"tgi_request_queue_duration"},
+		prompt: []string{"tgi_request_input_length"}, generated: []string{"tgi_request_generated_tokens"}},
+	{engine: "llamacpp",
+		running: []string{"llamacpp:requests_processing"}, waiting: []string{"llamacpp:requests_deferred"},
+		kv:     []string{"llamacpp:kv_cache_usage_ratio"},
+		prompt: []string{"llamacpp:prompt_tokens_total"}, generated: []string{"llamacpp:tokens_predicted_total"}},
+	{engine: "trtllm", // trtllm-serve (/prometheus/metrics) and Triton's TensorRT-LLM backend
+		queue: []string{"trtllm_request_queue_time_seconds", "trtllm:request_queue_time_seconds"},
+		custom: tritonTRTLLM},
+	{engine: "nim",
+		running: []string{"num_requests_running"}, waiting: []string{"num_requests_waiting"},
+		kv: []string{"gpu_cache_usage_perc"}, queue: []string{"request_queue_time_seconds"},
+		prompt: []string{"prompt_tokens_total"}, generated: []string{"generation_tokens_total"}},
+}
+
+// Engines lists the engines the parser understands.
+func Engines() []string {
+	out := make([]string, len(dialects))
+	for i, d := range dialects {
+		out[i] = d.engine
+	}
+	return out
+}
+
+// Parse reads a text-format /metrics page and normalises it. engine "auto"
+// detects the engine from the metric names.
+func Parse(r io.Reader, engine string) (Load, error) {
+	p := expfmt.NewTextParser(model.LegacyValidation)
+	mfs, err := p.TextToMetricFamilies(r)
+	if err != nil {
+		return Load{}, fmt.Errorf("parse metrics: %w", err)
+	}
+	d, ok := pick(mfs, engine)
+	if !ok {
+		return Load{}, fmt.Errorf("no metrics of a known engine (%s) on the page", strings.Join(Engines(), ", "))
+	}
+	l := Load{Engine: d.engine,
+		Running: gauge(mfs, d.running), Waiting: gauge(mfs, d.waiting), KVUsage: mean(mfs, d.kv),
+		PromptTokens: counter(mfs, d.prompt), GenerationTokens: counter(mfs, d.generated)}
+	l.QueueCount, l.QueueSum = histogram(mfs, d.queue)
+	if d.custom != nil {
+		d.custom(mfs, &l)
+	}
+	return l, nil
+}
+
+func pick(mfs map[string]*dto.MetricFamily, engine string) (dialect, bool) {
+	for _, d := range dialects {
+		if engine != "auto" && engine != d.engine {
+			continue
+		}
+		if engine != "auto" {
+			return d, true
+		}
+		for _, names := range [][]string{d.running, d.kv, d.queue} {
+			if _, ok := first(mfs, names); ok {
+				return d, true
+			}
+		}
+		if d.engine == "trtllm" {
+			if _, ok := mfs["nv_trt_llm_request_metrics"]; ok {
+				return d, true
+			}
+		}
+	}
+	return dialect{}, false
+}
+
+func first(mfs map[string]*dto.MetricFamily, names []string) (*dto.MetricFamily, bool) {
+	for _, n := range names {
+		if mf, ok := mfs[n]; ok && len(mf.GetMetric()) > 0 {
+			return mf, true
+		}
+	}
+	return nil, false
+}
+
+func value(m *dto.Metric) float64 {
+	switch {
+	case m.Gauge != nil:
+		return m.GetGauge().GetValue()
+	case m.Counter != nil:
+		return m.GetCounter().GetValue()
+	case m.Untyped != nil:
+		return m.GetUntyped().GetValue()
+	case m.Histogram != nil:
+		return m.GetHistogram().GetSampleSum()
+	}
+	return math.NaN()
+}
+
+// rankKey groups series by data-parallel rank. Tensor-parallel ranks of one
+// data-parallel group report the same scheduler, so they are counted once.
+func rankKey(m *dto.Metric) (dp string, tp string) {
+	for _, l := range m.GetLabel() {
+		switch l.GetName() {
+		case "dp_rank":
+			dp = l.GetValue()
+		case "tp_rank":
+			tp = l.GetValue()
+		}
+	}
+	return dp, tp
+}
+
+// perGroup takes one value per (series minus tp_rank): the max across tensor
+// ranks, so a series repeated per tensor rank is not double counted.
+func perGroup(mf *dto.MetricFamily) []float64 {
+	groups := map[string]float64{}
+	for _, m := range mf.GetMetric() {
+		var key []string
+		for _, l := range m.GetLabel() {
+			if l.GetName() != "tp_rank" {
+				key = append(key, l.GetName()+"="+l.GetValue())
+			}
+		}
+		sort.Strings(key)
+		k := strings.Join(key, ",")
+		v := value(m)
+		if old, ok := groups[k]; !ok || v > old {
+			groups[k] = v
+		}
+	}
+	out := make([]float64, 0, len(groups))
+	for _, v := range groups {
+		out = append(out, v)
+	}
+	return out
+}
+
+func gauge(mfs map[string]*dto.MetricFamily, names []string) float64 {
+	mf, ok := first(mfs, names)
+	if !ok {
+		return math.NaN()
+	}
+	s := 0.0
+	for _, v := range perGroup(mf) {
+		s += v
+	}
+	return s
+}
+
+var counter = gauge
+
+func mean(mfs map[string]*dto.MetricFamily, names []string) float64 {
+	mf, ok := first(mfs, names)
+	if !ok {
+		return math.NaN()
+	}
+	vs := perGroup(mf)
+	s := 0.0
+	for _, v := range vs {
+		s += v
+	}
+	return s / float64(len(vs))
+}
+
+func histogram(mfs map[string]*dto.MetricFamily, names []string) (count, sum float64) {
+	mf, ok := first(mfs, names)
+	if !ok || mf.GetType() != dto.MetricType_HISTOGRAM {
+		return math.NaN(), math.NaN()
+	}
+	for _, m := range mf.GetMetric() {
+		count += float64(m.GetHistogram().GetSampleCount())
+		sum += m.GetHistogram().GetSampleSum()
+	}
+	return count, sum
+}
+
+// tritonTRTLLM reads Triton's nv_trt_llm_* gauges, whose meaning is in a label.
+func tritonTRTLLM(mfs map[string]*dto.MetricFamily, l *Load) {
+	byLabel := func(name, label string) map[string]float64 {
+		out := map[string]float64{}
+		if mf, ok := mfs[name]; ok {
+			for _, m := range mf.GetMetric() {
+				for _, lp := range m.GetLabel() {
+					if lp.GetName() == label {
+						out[lp.GetValue()] += value(m)
+					}
+				}
+			}
+		}
+		return out
+	}
+	req := byLabel("nv_trt_llm_request_metrics", "request_type")
+	if active, ok := req["active"]; ok {
+		l.Running = req["scheduled"]
+		l.Waiting = math.Max(0, active-req["scheduled"])
+	}
+	kv := byLabel("nv_trt_llm_kv_cache_block_metrics", "kv_cache_block_type")
+	if f, ok := kv["fraction"]; ok {
+		l.KVUsage = f
+	} else if kv["max"] > 0 {
+		l.KVUsage = kv["used"] / kv["max"]
+	}
+}

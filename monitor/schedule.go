@@ -1,0 +1,60 @@
+// Package monitor runs headroom's probes: one loop per target that picks the
+// most overdue scenario, waits for the probe budget, probes, and records.
+package monitor
+
+import (
+	"math/rand/v2"
+	"time"
+)
+
+// Schedule decides when each scenario of one target is probed next. It is pure:
+// time comes in as values, so tests and the virtual-time capacity tests run it
+// without clocks. Probes of one target never overlap, which makes the target's
+// probe occupancy exactly the sum of probe durations.
+type Schedule struct {
+	budget    float64
+	jitter    float64
+	rnd       *rand.Rand
+	names     []string
+	intervals map[string]time.Duration
+	due       map[string]time.Time
+	ready     time.Time // the budget allows no probe before this
+}
+
+// NewSchedule makes every scenario due at once at start, in the given order.
+func NewSchedule(names []string, intervals []time.Duration, budget float64, start time.Time, seed uint64) *Schedule {
+	s := &Schedule{budget: budget, jitter: 0.1, rnd: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+		names: names, intervals: map[string]time.Duration{}, due: map[string]time.Time{}, ready: start}
+	for i, n := range names {
+		s.intervals[n] = intervals[i]
+		s.due[n] = start.Add(time.Duration(i) * time.Millisecond) // keeps the order stable
+	}
+	return s
+}
+
+// Next is the scenario to probe next and the earliest time it may start.
+func (s *Schedule) Next() (string, time.Time) {
+	best := s.names[0]
+	for _, n := range s.names[1:] {
+		if s.due[n].Before(s.due[best]) {
+			best = n
+		}
+	}
+	at := s.due[best]
+	if at.Before(s.ready) {
+		at = s.ready
+	}
+	return best, at
+}
+
+// Done records a probe that ran from start to end. The next probe of the target
+// waits long enough that busy time stays within the budget: a probe of length d
+// must be followed by d*(1/budget - 1) of quiet, so long contexts stretch their
+// interval by themselves.
+func (s *Schedule) Done(name string, start, end time.Time) {
+	d := end.Sub(start)
+	quiet := time.Duration(float64(d) * (1/s.budget - 1))
+	s.ready = end.Add(quiet)
+	j := 1 + s.jitter*(2*s.rnd.Float64()-1)
+	s.due[name] = start.Add(time.Duration(float64(s.intervals[name]) * j))
+}

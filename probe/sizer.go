@@ -1,0 +1,89 @@
+package probe
+
+import (
+	"context"
+	"fmt"
+	"math"
+)
+
+// Tolerance is how far a prompt may miss its target token count.
+const Tolerance = 0.01
+
+// Sizer finds how many filler words make a prompt of the target token count for
+// one target's tokenizer and chat template. It models count = overhead + ratio*words,
+// fits that with a counter where one exists, and corrects it from the server's own
+// usage.prompt_tokens after every probe.
+type Sizer struct {
+	target   int
+	ratio    float64 // tokens per filler word
+	overhead float64 // nonce, instruction and chat template
+	words    int
+	// lastWords, lastTokens: the previous observation, for a secant re-fit of the ratio.
+	lastWords, lastTokens int
+}
+
+// NewSizer starts from a typical BPE ratio; Calibrate or Observe refine it.
+func NewSizer(target int) *Sizer {
+	s := &Sizer{target: target, ratio: 1.0, overhead: 24}
+	s.solve()
+	return s
+}
+
+// Words is how many filler words to send.
+func (s *Sizer) Words() int { return s.words }
+
+func (s *Sizer) solve() {
+	s.words = max(1, int(math.Round((float64(s.target)-s.overhead)/s.ratio)))
+}
+
+// Calibrate fits the model with a counter: two counts give ratio and overhead,
+// then secant steps until the count is within half the tolerance.
+func (s *Sizer) Calibrate(ctx context.Context, c Counter, nonce string) error {
+	count := func(w int) (int, error) { return c.Count(ctx, PromptText(nonce, w)) }
+	w0 := max(1, s.words/2)
+	n0, err := count(w0)
+	if err != nil {
+		return fmt.Errorf("calibrate: %w", err)
+	}
+	w1 := s.words
+	for range 6 {
+		n1, err := count(w1)
+		if err != nil {
+			return fmt.Errorf("calibrate: %w", err)
+		}
+		if w1 != w0 {
+			s.ratio = max(0.05, float64(n1-n0)/float64(w1-w0))
+			s.overhead = float64(n1) - s.ratio*float64(w1)
+		}
+		s.solve()
+		if within(n1, s.target, Tolerance/2) && s.words == w1 {
+			return nil
+		}
+		w0, n0, w1 = w1, n1, s.words
+	}
+	return nil
+}
+
+// Observe takes the prompt token count the server reported for a probe of
+// Words() words and re-fits the overhead when the count drifted out of tolerance.
+// It reports whether it drifted.
+func (s *Sizer) Observe(words, promptTokens int) bool {
+	if promptTokens <= 0 {
+		return false
+	}
+	prevW, prevN := s.lastWords, s.lastTokens
+	s.lastWords, s.lastTokens = words, promptTokens
+	if within(promptTokens, s.target, Tolerance) {
+		return false
+	}
+	if prevW > 0 && prevW != words && prevN != promptTokens {
+		s.ratio = max(0.05, float64(promptTokens-prevN)/float64(words-prevW))
+	}
+	s.overhead = float64(promptTokens) - s.ratio*float64(words)
+	s.solve()
+	return true
+}
+
+func within(got, want int, tol float64) bool {
+	return math.Abs(float64(got-want)) <= tol*float64(want)
+}

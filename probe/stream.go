@@ -1,0 +1,305 @@
+// Package probe sends one synthetic streaming request to an OpenAI-compatible
+// server and measures what its user would have seen: time to first token, the
+// inter-token latency and decode speed computed from the server's token count,
+// end-to-end time, prefill speed and the longest stall.
+package probe
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptrace"
+	"strings"
+	"time"
+)
+
+// Outcome classifies a probe; its values are the `result` label.
+type Outcome string
+
+// Outcomes. Canceled is never exported: a probe cut short by shutdown is no measurement.
+const (
+	Success      Outcome = "success"
+	ConnectError Outcome = "connect_error"
+	HTTPError    Outcome = "http_error"
+	Timeout      Outcome = "timeout"
+	StreamError  Outcome = "stream_error"
+	ShortOutput  Outcome = "short_output"
+	Canceled     Outcome = "canceled"
+)
+
+// Outcomes lists the exported result labels, so counters can start at zero.
+var Outcomes = []Outcome{Success, ConnectError, HTTPError, Timeout, StreamError, ShortOutput}
+
+// maxLine bounds one SSE line; a chunk carrying a whole 256K-token echo stays under it.
+const maxLine = 16 << 20
+
+// Endpoint is where and how to reach a server. The API key is sent, never printed.
+type Endpoint struct {
+	BaseURL string
+	APIKey  string
+	Client  *http.Client
+}
+
+// Request is one completion to stream.
+type Request struct {
+	API       string // chat or completions
+	Model     string
+	Prompt    string
+	MaxTokens int
+	// Extra holds engine-specific fields (cache_salt, cache_prompt).
+	Extra map[string]any
+}
+
+// Result is what one probe measured. Durations are from the monotonic clock and
+// start when the request has been written, so connection set-up (Setup) stays out.
+type Result struct {
+	Outcome          Outcome
+	Err              error
+	Status           int
+	Start            time.Time
+	Setup            time.Duration // DNS, TCP and TLS set-up, zero on a reused connection
+	TTFT             time.Duration // written -> first chunk with content
+	E2E              time.Duration // written -> last content chunk
+	Decode           time.Duration // first -> last content chunk
+	MaxGap           time.Duration // longest gap between two content chunks
+	PromptTokens     int
+	CompletionTokens int
+	TokensFromUsage  bool // false: CompletionTokens counts content chunks, a lower bound
+	Chunks           int
+	FinishReason     string
+	Text             string
+}
+
+// ITL is the mean inter-token latency: decode time over the gaps between tokens.
+func (r Result) ITL() time.Duration {
+	if r.CompletionTokens < 2 {
+		return 0
+	}
+	return r.Decode / time.Duration(r.CompletionTokens-1)
+}
+
+// DecodeTPS is the per-user decode speed, 1/ITL.
+func (r Result) DecodeTPS() float64 {
+	if r.CompletionTokens < 2 || r.Decode <= 0 {
+		return 0
+	}
+	return float64(r.CompletionTokens-1) / r.Decode.Seconds()
+}
+
+// PrefillTPS is prompt tokens over TTFT.
+func (r Result) PrefillTPS() float64 {
+	if r.TTFT <= 0 {
+		return 0
+	}
+	return float64(r.PromptTokens) / r.TTFT.Seconds()
+}
+
+type streamChunk struct {
+	Choices []struct {
+		Text  string `json:"text"`
+		Delta struct {
+			Content          string `json:"content"`
+			ReasoningContent string `json:"reasoning_content"`
+			Reasoning        string `json:"reasoning"`
+		} `json:"delta"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *struct {
+		PromptTokens     int `json:"prompt_tokens"`
+		CompletionTokens int `json:"completion_tokens"`
+	} `json:"usage"`
+	Error   json.RawMessage `json:"error"`
+	Object  string          `json:"object"`
+	Message string          `json:"message"`
+}
+
+// Body builds the JSON request body: streaming with usage, and the output length
+// pinned with max_tokens, min_tokens and ignore_eos.
+func (q Request) Body(stream bool) ([]byte, error) {
+	body := map[string]any{
+		"model":       q.Model,
+		"max_tokens":  q.MaxTokens,
+		"min_tokens":  q.MaxTokens,
+		"ignore_eos":  true,
+		"temperature": 0,
+		"stream":      stream,
+	}
+	if stream {
+		body["stream_options"] = map[string]any{"include_usage": true}
+	}
+	if q.API == "completions" {
+		body["prompt"] = q.Prompt
+	} else {
+		body["messages"] = []map[string]string{{"role": "user", "content": q.Prompt}}
+	}
+	for k, v := range q.Extra {
+		body[k] = v
+	}
+	return json.Marshal(body)
+}
+
+// Path is the API path for the request's API.
+func Path(api string) string {
+	if api == "completions" {
+		return "/v1/completions"
+	}
+	return "/v1/chat/completions"
+}
+
+// Run streams one request and measures it. ctx bounds the whole probe; when it
+// expires the result is Timeout, when its parent is cancelled, Canceled.
+func Run(ctx context.Context, ep Endpoint, q Request) Result {
+	res := Result{}
+	body, err := q.Body(true)
+	if err != nil {
+		return fail(res, StreamError, fmt.Errorf("encode request: %w", err))
+	}
+	url := strings.TrimRight(ep.BaseURL, "/") + Path(q.API)
+	var setupStart, wrote time.Time
+	trace := &httptrace.ClientTrace{
+		GetConn:      func(string) { setupStart = time.Now() },
+		GotConn:      func(i httptrace.GotConnInfo) { setupOnce(&res, i, setupStart) },
+		WroteRequest: func(httptrace.WroteRequestInfo) { wrote = time.Now() },
+	}
+	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return fail(res, ConnectError, fmt.Errorf("build request: %w", err))
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	if ep.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+ep.APIKey)
+	}
+	res.Start = time.Now()
+	resp, err := ep.Client.Do(req)
+	if err != nil {
+		return fail(res, classifyCtx(ctx, ConnectError), fmt.Errorf("post %s: %w", url, err))
+	}
+	defer resp.Body.Close()
+	if wrote.IsZero() {
+		wrote = res.Start
+	}
+	res.Start = wrote
+	res.Status = resp.StatusCode
+	if resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return fail(res, HTTPError, fmt.Errorf("post %s: HTTP %d: %s", url, resp.StatusCode, bytes.TrimSpace(msg)))
+	}
+	return readStream(ctx, resp.Body, res, q.MaxTokens)
+}
+
+func setupOnce(res *Result, i httptrace.GotConnInfo, start time.Time) {
+	if !i.Reused && !start.IsZero() {
+		res.Setup = time.Since(start)
+	}
+}
+
+func readStream(ctx context.Context, body io.Reader, res Result, maxTokens int) Result {
+	sc := bufio.NewScanner(body)
+	sc.Buffer(make([]byte, 0, 64<<10), maxLine)
+	var first, last time.Time
+	var text strings.Builder
+	done := false
+	for sc.Scan() {
+		now := time.Now()
+		line := sc.Bytes()
+		if !bytes.HasPrefix(line, []byte("data:")) {
+			continue // comments, event names, blank separators
+		}
+		data := bytes.TrimSpace(line[5:])
+		if bytes.Equal(data, []byte("[DONE]")) {
+			done = true
+			break
+		}
+		var c streamChunk
+		if err := json.Unmarshal(data, &c); err != nil {
+			return fail(res, StreamError, fmt.Errorf("decode chunk %d: %w", res.Chunks+1, err))
+		}
+		if len(c.Error) > 0 && string(c.Error) != "null" || c.Object == "error" {
+			return fail(res, StreamError, fmt.Errorf("server error in stream: %s%s", bytes.TrimSpace(c.Error), c.Message))
+		}
+		if c.Usage != nil {
+			res.PromptTokens = c.Usage.PromptTokens
+			res.CompletionTokens = c.Usage.CompletionTokens
+			res.TokensFromUsage = true
+		}
+		for _, ch := range c.Choices {
+			content := ch.Text + ch.Delta.Content + ch.Delta.ReasoningContent + ch.Delta.Reasoning
+			if content != "" {
+				if first.IsZero() {
+					first = now
+				} else if gap := now.Sub(last); gap > res.MaxGap {
+					res.MaxGap = gap
+				}
+				last = now
+				res.Chunks++
+				if text.Len() < maxLine {
+					text.WriteString(content)
+				}
+			}
+			if ch.FinishReason != nil && *ch.FinishReason != "" {
+				res.FinishReason = *ch.FinishReason
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return fail(res, classifyCtx(ctx, StreamError), fmt.Errorf("read stream: %w", err))
+	}
+	if ctx.Err() != nil {
+		return fail(res, classifyCtx(ctx, StreamError), ctx.Err())
+	}
+	if !done && res.FinishReason == "" {
+		return fail(res, StreamError, errors.New("stream ended without finish_reason or [DONE]"))
+	}
+	if first.IsZero() {
+		return fail(res, StreamError, errors.New("stream carried no content"))
+	}
+	res.TTFT = first.Sub(res.Start)
+	res.E2E = last.Sub(res.Start)
+	res.Decode = last.Sub(first)
+	res.Text = text.String()
+	if !res.TokensFromUsage {
+		res.CompletionTokens = res.Chunks
+	}
+	res.Outcome = Success
+	if res.TokensFromUsage && res.CompletionTokens < maxTokens {
+		res.Outcome = ShortOutput
+		res.Err = fmt.Errorf("got %d of %d output tokens (finish_reason %q): the server ignores min_tokens/ignore_eos", res.CompletionTokens, maxTokens, res.FinishReason)
+	}
+	return res
+}
+
+func classifyCtx(ctx context.Context, otherwise Outcome) Outcome {
+	switch {
+	case errors.Is(context.Cause(ctx), context.DeadlineExceeded):
+		return Timeout
+	case ctx.Err() != nil:
+		return Canceled
+	}
+	return otherwise
+}
+
+func fail(res Result, o Outcome, err error) Result {
+	res.Outcome = o
+	res.Err = err
+	return res
+}
+
+// NewClient returns a client that keeps connections alive and pooled, so TCP and
+// TLS set-up stay out of TTFT. No overall timeout: each probe's context bounds it.
+func NewClient(insecureSkipVerify bool) *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = 16
+	tr.IdleConnTimeout = 15 * time.Minute
+	tr.DisableCompression = true // compression buffers SSE and distorts chunk timing
+	if insecureSkipVerify {
+		tr.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // opt-in for self-signed lab servers
+	}
+	return &http.Client{Transport: tr}
+}

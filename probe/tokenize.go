@@ -1,0 +1,127 @@
+package probe
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+)
+
+// Counter counts the prompt tokens a server will see for a prompt text.
+type Counter interface {
+	Count(ctx context.Context, text string) (int, error)
+	// Templated reports whether the count includes the chat template.
+	Templated() bool
+}
+
+// tokenizeShape is one engine's tokenize endpoint.
+type tokenizeShape struct {
+	name string
+	path string
+	body func(api, model, text string) any
+}
+
+// Shapes of the tokenize endpoints, tried in this order by DetectCounter.
+var shapes = []tokenizeShape{
+	{"vllm", "/tokenize", func(api, model, text string) any {
+		if api == "chat" {
+			return map[string]any{"model": model, "messages": []map[string]string{{"role": "user", "content": text}}}
+		}
+		return map[string]any{"model": model, "prompt": text}
+	}},
+	{"sglang", "/v1/tokenize", func(_, model, text string) any { return map[string]any{"model": model, "prompt": text} }},
+	{"llamacpp", "/tokenize", func(_, _, text string) any { return map[string]any{"content": text} }},
+	{"tgi", "/tokenize", func(_, _, text string) any { return map[string]any{"inputs": text} }},
+}
+
+type httpCounter struct {
+	ep        Endpoint
+	api       string
+	model     string
+	shape     tokenizeShape
+	templated bool
+}
+
+func (c *httpCounter) Templated() bool { return c.templated }
+
+func (c *httpCounter) Count(ctx context.Context, text string) (int, error) {
+	b, err := json.Marshal(c.shape.body(c.api, c.model, text))
+	if err != nil {
+		return 0, err
+	}
+	url := strings.TrimRight(c.ep.BaseURL, "/") + c.shape.path
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(b))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if c.ep.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+c.ep.APIKey)
+	}
+	resp, err := c.ep.Client.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("tokenize %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return 0, fmt.Errorf("tokenize %s: %w", url, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("tokenize %s: HTTP %d", url, resp.StatusCode)
+	}
+	n, err := parseTokenCount(raw)
+	if err != nil {
+		return 0, fmt.Errorf("tokenize %s: %w", url, err)
+	}
+	return n, nil
+}
+
+// parseTokenCount reads {"count": N}, {"tokens": [...]} or TGI's bare array.
+func parseTokenCount(raw []byte) (int, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) > 0 && raw[0] == '[' {
+		var arr []json.RawMessage
+		if err := json.Unmarshal(raw, &arr); err != nil {
+			return 0, err
+		}
+		return len(arr), nil
+	}
+	var obj struct {
+		Count  *int              `json:"count"`
+		Tokens []json.RawMessage `json:"tokens"`
+	}
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return 0, err
+	}
+	switch {
+	case obj.Count != nil:
+		return *obj.Count, nil
+	case obj.Tokens != nil:
+		return len(obj.Tokens), nil
+	}
+	return 0, errors.New("no count or tokens in the answer")
+}
+
+// DetectCounter finds the server's tokenize endpoint. engine narrows the search
+// when known ("auto" tries every shape). It returns an error when there is none;
+// prompt sizing then relies on usage.prompt_tokens feedback alone.
+func DetectCounter(ctx context.Context, ep Endpoint, api, model, engine string) (Counter, error) {
+	var errs []error
+	for _, s := range shapes {
+		if engine != "auto" && engine != s.name && !(engine == "nim" && s.name == "vllm") {
+			continue
+		}
+		c := &httpCounter{ep: ep, api: api, model: model, shape: s, templated: s.name == "vllm" || api == "completions"}
+		if _, err := c.Count(ctx, "probe"); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		return c, nil
+	}
+	return nil, fmt.Errorf("no tokenize endpoint: %w", errors.Join(errs...))
+}

@@ -1,0 +1,136 @@
+package sim
+
+import (
+	"math"
+	"sort"
+)
+
+// Cell is what a benchmark measures at one context length and concurrency:
+// means over every request of the cell.
+type Cell struct {
+	Context, Output, Concurrency int
+	Requests                     int
+	TTFT, E2E, ITL, Decode       float64 // seconds, seconds, seconds, tok/s per user
+	Throughput                   float64 // system output tok/s
+	QueueWait, Prefill           float64 // seconds, prompt tok/s per user
+	Watts                        float64 // mean draw of all GPUs
+	TTFTs                        []float64
+}
+
+type reqState struct {
+	start, first, last float64
+}
+
+// run drives an engine in virtual time until every request is done. next is
+// called when a request finishes and may submit another (closed loop).
+func run(p Params, context, output int, initial int, total int) Cell {
+	e := NewEngine(p)
+	st := map[int64]*reqState{}
+	var id int64
+	submitted := 0
+	submit := func() {
+		id++
+		submitted++
+		st[id] = &reqState{start: e.Now()}
+		_ = e.Submit(id, context, output)
+	}
+	for range initial {
+		submit()
+	}
+	c := Cell{Context: context, Output: output, Concurrency: initial}
+	q0, qs0 := e.QueueCount, e.QueueSum
+	emit := func(rid int64, k EventKind, t float64) {
+		r := st[rid]
+		switch k {
+		case FirstToken:
+			r.first, r.last = t, t
+		case Token:
+			r.last = t
+		case Finished:
+			ttft := r.first - r.start
+			c.TTFTs = append(c.TTFTs, ttft)
+			c.TTFT += ttft
+			c.E2E += r.last - r.start
+			if output > 1 && r.last > r.first {
+				c.Decode += float64(output-1) / (r.last - r.first)
+				c.ITL += (r.last - r.first) / float64(output-1)
+			}
+			c.Prefill += float64(context) / ttft
+			c.Requests++
+			delete(st, rid)
+			if submitted < total {
+				submit()
+			}
+		}
+	}
+	for !e.Idle() {
+		if e.Step(emit) == 0 {
+			e.AdvanceTo(e.NextWake())
+		}
+	}
+	n := float64(c.Requests)
+	c.TTFT /= n
+	c.E2E /= n
+	c.ITL /= n
+	c.Decode /= n
+	c.Prefill /= n
+	c.Throughput = float64(c.Requests*output) / e.Now()
+	if d := e.QueueCount - q0; d > 0 {
+		c.QueueWait = (e.QueueSum - qs0) / d
+	}
+	c.Watts = e.Energy / e.Now()
+	return c
+}
+
+// Rounds is how many requests each slot of a closed loop serves.
+const Rounds = 2
+
+// Closed runs a closed loop: exactly n requests in flight, each finished request
+// replaced at once, Rounds requests per slot.
+func Closed(p Params, context, output, n int) Cell { return run(p, context, output, n, n*Rounds) }
+
+// Burst sends n requests at once and nothing after (report 004's queue mode).
+func Burst(p Params, context, output, n int) Cell { return run(p, context, output, n, n) }
+
+// Limit finds the largest concurrency in 1..maxN at which margin(n) >= 0
+// (exponential search, then bisection), interpolated linearly on the margin
+// between the last passing and the first failing level. capped is true when
+// no level up to maxN fails.
+func Limit(maxN int, margin func(n int) float64) (limit float64, capped bool) {
+	lo, hi := 0, 0
+	mLo, mHi := 1.0, 0.0
+	for n := 1; ; n = min(2*n, maxN) {
+		m := margin(n)
+		if m < 0 {
+			hi, mHi = n, m
+			break
+		}
+		lo, mLo = n, m
+		if n == maxN {
+			return float64(maxN), true
+		}
+	}
+	for hi-lo > 1 {
+		mid := (lo + hi) / 2
+		if m := margin(mid); m >= 0 {
+			lo, mLo = mid, m
+		} else {
+			hi, mHi = mid, m
+		}
+	}
+	if lo == 0 {
+		return 0, false
+	}
+	return float64(lo) + mLo/(mLo-mHi), false
+}
+
+// Percentile of xs (p in 0..100), nearest rank.
+func Percentile(xs []float64, p float64) float64 {
+	if len(xs) == 0 {
+		return math.NaN()
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	i := int(math.Ceil(p/100*float64(len(s)))) - 1
+	return s[max(0, min(i, len(s)-1))]
+}

@@ -36,12 +36,14 @@ type EventKind int
 
 // Events emitted by Step.
 const (
-	FirstToken EventKind = iota
+	Admitted EventKind = iota // left the queue for the batch
+	FirstToken
 	Token
 	Finished
 )
 
-// Emit receives each event of a step: request id, kind and virtual time.
+// Emit receives each event of a step: request id, kind and virtual time
+// (for Admitted, the time the request waited in the queue).
 type Emit func(id int64, kind EventKind, t float64)
 
 // ErrTooLong means a request can never fit in the KV cache.
@@ -150,7 +152,7 @@ func (e *Engine) AdvanceTo(t float64) {
 // nothing to run (call NextWake and AdvanceTo).
 func (e *Engine) Step(emit Emit) float64 {
 	e.release()
-	e.admit()
+	e.admit(emit)
 	var decoding, kvRead int
 	prefill := 0.0
 	budget := e.P.ChunkBudget
@@ -256,7 +258,7 @@ func (e *Engine) release() {
 
 // admit moves queued requests into the batch, first come first served, while
 // the batch and the KV cache have room for each one's whole context.
-func (e *Engine) admit() {
+func (e *Engine) admit(emit Emit) {
 	for len(e.waiting) > 0 && len(e.running) < e.P.MaxBatch && e.kvUsed+e.waiting[0].kv <= e.P.KVCapacity {
 		s := e.waiting[0]
 		e.waiting = e.waiting[1:]
@@ -264,5 +266,8 @@ func (e *Engine) admit() {
 		e.kvUsed += s.kv
 		e.QueueCount++
 		e.QueueSum += e.now - s.enqueue
+		if emit != nil {
+			emit(s.id, Admitted, e.now-s.enqueue)
+		}
 	}
 }

@@ -1,0 +1,18 @@
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/headroom-dev/headroom/config"
+)
+
+func checkConfig(path string) int {
+	c, err := config.Load(path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Printf("%s: ok: %d targets, %d scenarios, %d use cases\n", path, len(c.Targets), len(c.Scenarios), len(c.UseCases))
+	return 0
+}

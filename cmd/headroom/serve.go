@@ -1,0 +1,228 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/common/promslog"
+	"github.com/prometheus/common/version"
+	"github.com/prometheus/exporter-toolkit/web"
+
+	"github.com/headroom-dev/headroom/collector"
+	"github.com/headroom-dev/headroom/config"
+	"github.com/headroom-dev/headroom/monitor"
+)
+
+type webFlags struct {
+	listen        []string
+	webConfigFile string
+	systemdSocket bool
+}
+
+func addWebFlags(cmd *kingpin.CmdClause, s settings) *webFlags {
+	w := &webFlags{}
+	cmd.Flag("web.listen-address", "Addresses on which to expose metrics and the web interface. Env: HEADROOM_WEB_LISTEN_ADDRESS.").
+		Default(s.ListenAddress).StringsVar(&w.listen)
+	cmd.Flag("web.config.file", "Path to a web configuration file enabling TLS or basic auth (exporter-toolkit format). Env: HEADROOM_WEB_CONFIG_FILE.").
+		Default(s.WebConfigFile).StringVar(&w.webConfigFile)
+	return w
+}
+
+func (w *webFlags) toolkit() *web.FlagConfig {
+	return &web.FlagConfig{WebListenAddresses: &w.listen, WebSystemdSocket: &w.systemdSocket, WebConfigFile: &w.webConfigFile}
+}
+
+type serveCmd struct {
+	cmd        *kingpin.CmdClause
+	logCfg     *promslog.Config
+	configFile string
+	web        *webFlags
+}
+
+func newServeCmd(app *kingpin.Application, s settings, logCfg *promslog.Config) *serveCmd {
+	c := &serveCmd{logCfg: logCfg}
+	c.cmd = app.Command("serve", "Run the probe daemon and exporter (default).").Default()
+	c.cmd.Flag("config.file", "Configuration file. Env: HEADROOM_CONFIG_FILE.").Default(s.ConfigFile).StringVar(&c.configFile)
+	c.web = addWebFlags(c.cmd, s)
+	return c
+}
+
+func (c *serveCmd) run() int {
+	logger := promslog.New(c.logCfg)
+	path := c.configFile
+	d, err := newDaemon(logger, func() (*config.Config, error) { return config.Load(path) })
+	if err != nil {
+		logger.Error("load config", "file", path, "err", err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	return d.serve(ctx, c.web, nil)
+}
+
+// daemon wires configuration, monitor and exporter together.
+type daemon struct {
+	logger *slog.Logger
+	load   func() (*config.Config, error)
+	reg    *prometheus.Registry
+	mon    *monitor.Monitor
+
+	reloadOK   prometheus.Gauge
+	reloadTime prometheus.Gauge
+
+	mu  sync.Mutex
+	cfg *config.Config
+	ctx context.Context
+}
+
+func newDaemon(logger *slog.Logger, load func() (*config.Config, error)) (*daemon, error) {
+	cfg, err := load()
+	if err != nil {
+		return nil, err
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		versioncollector.NewCollector("headroom"))
+	d := &daemon{logger: logger, load: load, reg: reg, cfg: cfg,
+		reloadOK: prometheus.NewGauge(prometheus.GaugeOpts{Name: "headroom_config_last_reload_successful",
+			Help: "Whether the last configuration reload attempt was successful."}),
+		reloadTime: prometheus.NewGauge(prometheus.GaugeOpts{Name: "headroom_config_last_reload_success_timestamp_seconds",
+			Help: "Timestamp of the last successful configuration reload."}),
+	}
+	reg.MustRegister(d.reloadOK, d.reloadTime)
+	probes := collector.NewProbes(reg)
+	d.mon = monitor.New(logger, probes, nil)
+	reg.MustRegister(collector.NewTargets(d.mon.Status))
+	d.reloadOK.Set(1)
+	d.reloadTime.SetToCurrentTime()
+	return d, nil
+}
+
+// reload loads the configuration again; a bad file keeps the running one.
+func (d *daemon) reload() error {
+	cfg, err := d.load()
+	if err != nil {
+		d.reloadOK.Set(0)
+		d.logger.Error("reload config: keeping the running configuration", "err", err)
+		return err
+	}
+	d.mu.Lock()
+	d.cfg = cfg
+	ctx := d.ctx
+	d.mu.Unlock()
+	d.mon.Apply(ctx, cfg)
+	d.reloadOK.Set(1)
+	d.reloadTime.SetToCurrentTime()
+	d.logger.Info("reloaded config", "targets", len(cfg.Targets), "scenarios", len(cfg.Scenarios), "use_cases", len(cfg.UseCases))
+	return nil
+}
+
+func (d *daemon) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(d.reg, promhttp.HandlerOpts{EnableOpenMetrics: true, ErrorLog: slog.NewLogLogger(d.logger.Handler(), slog.LevelError)}))
+	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "Healthy") })
+	mux.HandleFunc("/-/ready", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "Ready") })
+	mux.HandleFunc("/-/reload", func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost && r.Method != http.MethodPut {
+			w.Header().Set("Allow", "POST, PUT")
+			http.Error(w, "use POST or PUT", http.StatusMethodNotAllowed)
+			return
+		}
+		if err := d.reload(); err != nil {
+			http.Error(w, fmt.Sprintf("failed to reload config: %s", err), http.StatusInternalServerError)
+			return
+		}
+		fmt.Fprintln(w, "Reloaded")
+	})
+	landing, err := web.NewLandingPage(web.LandingConfig{
+		Name:        "headroom",
+		Description: "Prometheus exporter and SLO capacity monitor for LLM inference servers",
+		Version:     version.Info(),
+		Links: []web.LandingLinks{
+			{Address: "/metrics", Text: "Metrics"},
+			{Address: "/api/v1/status", Text: "Capacity status (JSON)"},
+			{Address: "/-/healthy", Text: "Health"},
+		},
+	})
+	if err == nil {
+		mux.Handle("/", landing)
+	}
+	return mux
+}
+
+// serve starts probing and the web server and blocks until ctx ends. ready, if
+// not nil, receives the bound listener addresses.
+func (d *daemon) serve(ctx context.Context, wf *webFlags, ready func([]net.Addr)) int {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	d.mu.Lock()
+	d.ctx = ctx
+	cfg := d.cfg
+	d.mu.Unlock()
+	d.mon.Apply(ctx, cfg)
+	defer d.mon.Stop()
+
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				_ = d.reload()
+			}
+		}
+	})
+
+	srv := &http.Server{Handler: d.handler(), ReadHeaderTimeout: 10 * time.Second}
+	listeners := make([]net.Listener, 0, len(wf.listen))
+	for _, a := range wf.listen {
+		l, err := net.Listen("tcp", a)
+		if err != nil {
+			d.logger.Error("listen", "address", a, "err", err)
+			return 1
+		}
+		listeners = append(listeners, l)
+	}
+	addrs := make([]net.Addr, len(listeners))
+	for i, l := range listeners {
+		addrs[i] = l.Addr()
+		d.logger.Info("listening", "address", l.Addr().String())
+	}
+	if ready != nil {
+		ready(addrs)
+	}
+	errc := make(chan error, 1)
+	go func() { errc <- web.ServeMultiple(listeners, srv, wf.toolkit(), d.logger) }()
+	select {
+	case err := <-errc:
+		if err != nil && !errors.Is(err, http.ErrServerClosed) {
+			d.logger.Error("serve", "err", err)
+			return 1
+		}
+	case <-ctx.Done():
+		d.logger.Info("shutting down")
+		sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer scancel()
+		_ = srv.Shutdown(sctx)
+	}
+	return 0
+}

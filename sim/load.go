@@ -1,0 +1,101 @@
+package sim
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"time"
+)
+
+// Pattern is the number of concurrent background users at virtual time t.
+type Pattern interface {
+	Users(t float64) int
+}
+
+// Daily is a day of traffic compressed into Period virtual seconds: a trough
+// of Min users at t=0 rising to Max at mid-period.
+type Daily struct {
+	Min, Max int
+	Period   float64
+}
+
+// Users implements Pattern.
+func (d Daily) Users(t float64) int {
+	return d.Min + int(math.Round(float64(d.Max-d.Min)*0.5*(1-math.Cos(2*math.Pi*t/d.Period))))
+}
+
+// Steps holds each level for Hold virtual seconds, then cycles.
+type Steps struct {
+	Levels []int
+	Hold   float64
+}
+
+// Users implements Pattern.
+func (s Steps) Users(t float64) int {
+	i := int(t/s.Hold) % len(s.Levels)
+	return s.Levels[i]
+}
+
+// Shape is one kind of request in a traffic mix.
+type Shape struct {
+	Context, Output int
+	Weight          float64
+}
+
+// DefaultMix mixes the reference use cases' contexts, short ones most often.
+var DefaultMix = []Shape{{1024, 128, 0.3}, {8192, 512, 0.3}, {32768, 512, 0.25}, {65536, 512, 0.1}, {98304, 1024, 0.05}}
+
+func pick(r *rand.Rand, mix []Shape) Shape {
+	total := 0.0
+	for _, m := range mix {
+		total += m.Weight
+	}
+	x := r.Float64() * total
+	for _, m := range mix {
+		if x -= m.Weight; x < 0 {
+			return m
+		}
+	}
+	return mix[len(mix)-1]
+}
+
+// RunLoad carries background traffic on the server until ctx ends: pattern
+// decides how many users are active; each sends a request from mix, waits for
+// it to finish and sends the next while its slot is still wanted.
+func (s *Server) RunLoad(ctx context.Context, pattern Pattern, mix []Shape, seed uint64) {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	active := map[int]context.CancelFunc{}
+	tick := time.NewTicker(max(10*time.Millisecond, time.Duration(float64(time.Second)/s.scale)))
+	defer tick.Stop()
+	for {
+		want := pattern.Users(s.vnow())
+		for i := len(active); i < want; i++ {
+			uctx, cancel := context.WithCancel(ctx)
+			active[i] = cancel
+			r := rand.New(rand.NewPCG(seed, uint64(i)))
+			wg.Go(func() { s.user(uctx, r, mix) })
+		}
+		for i := len(active) - 1; i >= want; i-- {
+			active[i]() // the user leaves, abandoning its request
+			delete(active, i)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+func (s *Server) user(ctx context.Context, r *rand.Rand, mix []Shape) {
+	for ctx.Err() == nil {
+		sh := pick(r, mix)
+		id, lr, err := s.submit(sh.Context, sh.Output)
+		if err != nil {
+			return
+		}
+		s.wait(ctx, id, lr, nil)
+	}
+}

@@ -1,0 +1,77 @@
+package sim
+
+import (
+	"fmt"
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metricNames are an engine's names for the simulator's /metrics.
+type metricNames struct {
+	prefix, running, waiting, kv, queue, ttft, itl, prompt, gen string
+	labels                                                      prometheus.Labels
+}
+
+func (s *Server) names() metricNames {
+	if s.style == "sglang" {
+		return metricNames{"sglang:", "num_running_reqs", "num_queue_reqs", "token_usage", "queue_time_seconds",
+			"time_to_first_token_seconds", "inter_token_latency_seconds", "prompt_tokens_total", "generation_tokens_total",
+			prometheus.Labels{"model_name": s.profile.Model, "tp_rank": "0"}}
+	}
+	return metricNames{"vllm:", "num_requests_running", "num_requests_waiting", "kv_cache_usage_perc", "request_queue_time_seconds",
+		"time_to_first_token_seconds", "inter_token_latency_seconds", "prompt_tokens_total", "generation_tokens_total",
+		prometheus.Labels{"model_name": s.profile.Model, "engine": "0"}}
+}
+
+// locked reads an engine value under the server's lock.
+func (s *Server) locked(f func(*Engine) float64) func() float64 {
+	return func() float64 {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return f(s.eng)
+	}
+}
+
+func (s *Server) registerMetrics() {
+	n := s.names()
+	gauge := func(name, help string, f func(*Engine) float64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: n.prefix + name, Help: help, ConstLabels: n.labels}, s.locked(f))
+	}
+	counter := func(name, help string, f func(*Engine) float64) prometheus.Collector {
+		return prometheus.NewCounterFunc(prometheus.CounterOpts{Name: n.prefix + name, Help: help, ConstLabels: n.labels}, s.locked(f))
+	}
+	hist := func(name, help string, buckets []float64) prometheus.Histogram {
+		h := prometheus.NewHistogram(prometheus.HistogramOpts{Name: n.prefix + name, Help: help, ConstLabels: n.labels, Buckets: buckets})
+		s.reg.MustRegister(h)
+		return h
+	}
+	s.reg.MustRegister(
+		gauge(n.running, "Number of requests in model execution batches.", func(e *Engine) float64 { return float64(e.Running()) }),
+		gauge(n.waiting, "Number of requests waiting to be processed.", func(e *Engine) float64 { return float64(e.Waiting()) }),
+		gauge(n.kv, "KV-cache usage. 1 means 100 percent usage.", (*Engine).KVUsage),
+		counter(n.prompt, "Number of prefill tokens processed.", func(e *Engine) float64 { return e.PromptTokens }),
+		counter(n.gen, "Number of generation tokens processed.", func(e *Engine) float64 { return e.GenTokens }),
+	)
+	lat := []float64{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80, 160, 640, 2560}
+	s.queue = hist(n.queue, "Histogram of time spent in WAITING phase for request.", lat)
+	s.ttft = hist(n.ttft, "Histogram of time to first token in seconds.", lat)
+	s.itl = hist(n.itl, "Histogram of inter-token latency in seconds.", []float64{0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5, 5})
+
+	// Power in the shape of NVIDIA's DCGM exporter, so power.source: dcgm can
+	// point at the simulator.
+	gpus := max(1, s.profile.Params.GPUs)
+	for g := range gpus {
+		labels := prometheus.Labels{"gpu": strconv.Itoa(g), "UUID": fmt.Sprintf("GPU-5a1e0000-0000-4000-8000-%012d", g), "Hostname": "headroom-sim", "modelName": "simulated"}
+		s.reg.MustRegister(
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "DCGM_FI_DEV_POWER_USAGE", Help: "Power draw (in W).", ConstLabels: labels},
+				s.locked(func(e *Engine) float64 { return e.Power() / float64(gpus) })),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", Help: "Total energy consumption since boot (in mJ).", ConstLabels: labels},
+				s.locked(func(e *Engine) float64 { return e.Energy / float64(gpus) * 1000 })),
+		)
+	}
+	s.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "headroom_sim_info",
+		Help:        "The simulator's profile and time scale: virtual seconds per wall second. All its times are virtual.",
+		ConstLabels: prometheus.Labels{"profile": s.profile.Name, "report": s.profile.Report, "time_scale": strconv.FormatFloat(s.scale, 'g', -1, 64)}},
+		func() float64 { return 1 }))
+}

@@ -1,0 +1,88 @@
+package sim
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"text/tabwriter"
+)
+
+// Check is one compared figure.
+type Check struct {
+	Name      string
+	Kind      string
+	Report    float64
+	Simulated float64
+	Err       float64 // relative error
+	Tolerance string
+	OK        bool
+	Judged    bool
+	Note      string
+}
+
+func figureName(f Figure) string {
+	return fmt.Sprintf("%s %s %dK/%d n=%d", f.Mode, f.Metric, f.Context/1024, f.Output, f.N)
+}
+
+// Validate replays a report's protocol with a profile's parameters and
+// compares each figure: key findings within 10%, capacity-table figures within
+// 20%, capacity limits within 15% or 1 request, whichever is larger.
+func Validate(p Params, r Report) []Check {
+	cells := map[[4]int]Cell{}
+	var out []Check
+	for _, f := range r.Figures {
+		v := Simulate(p, f, cells)
+		e := v/f.Value - 1
+		tol := Tolerance(f.Kind)
+		c := Check{Name: figureName(f), Kind: f.Kind, Report: f.Value, Simulated: v, Err: e, Note: f.Note}
+		c.Judged = tol > 0 && f.Note == ""
+		c.OK = !c.Judged || math.Abs(e) <= tol
+		if c.Judged {
+			c.Tolerance = fmt.Sprintf("%.0f%%", tol*100)
+		}
+		out = append(out, c)
+	}
+	within := func(got, want float64, capped, gotCapped bool) bool {
+		if capped {
+			return gotCapped || got >= want*0.85
+		}
+		return math.Abs(got-want) <= math.Max(1, 0.15*want)
+	}
+	for _, u := range r.UseCases {
+		got, capped := CapacityLimit(p, u)
+		c := Check{Name: "capacity " + u.Name, Kind: "capacity", Report: u.Capacity, Simulated: got, Err: got/u.Capacity - 1,
+			Tolerance: "15% or 1", Judged: true, OK: within(got, u.Capacity, u.Capped, capped)}
+		if u.Capped {
+			c.Tolerance = fmt.Sprintf(">= %.0f (report: %.0f+)", u.Capacity*0.85, u.Capacity)
+		}
+		out = append(out, c)
+	}
+	for _, q := range r.SafeQueue {
+		got := SafeDepth(p, q)
+		out = append(out, Check{Name: fmt.Sprintf("safe queue depth %dK TTFT<=%gs", q.Context/1024, q.TTFTMax), Kind: "capacity",
+			Report: q.Depth, Simulated: got, Err: got/q.Depth - 1, Tolerance: "15% or 1", Judged: true, OK: within(got, q.Depth, false, false)})
+	}
+	return out
+}
+
+// PrintChecks writes the comparison table and reports whether all passed.
+func PrintChecks(w io.Writer, r Report, checks []Check) bool {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "figure\tkind\treport\tsimulated\terror\ttolerance\tverdict\n")
+	all := true
+	for _, c := range checks {
+		verdict := "ok"
+		switch {
+		case !c.Judged && c.Note != "":
+			verdict = "not judged: " + c.Note
+		case !c.Judged:
+			verdict = "info"
+		case !c.OK:
+			verdict = "FAIL"
+			all = false
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%.4g\t%.4g\t%+.1f%%\t%s\t%s\n", c.Name, c.Kind, c.Report, c.Simulated, 100*c.Err, c.Tolerance, verdict)
+	}
+	tw.Flush()
+	return all
+}

@@ -199,8 +199,7 @@ func (c *Config) Validate() error {
 		seen[t.Name] = true
 		if err := checkURL(t.URL); err != nil {
 			bad(p+".url", "%v", err)
-		}
-		if err := checkURL(t.MetricsURL); err != nil && t.MetricsURL != "" {
+		} else if err := checkURL(t.MetricsURL); err != nil {
 			bad(p+".metrics_url", "%v", err)
 		}
 		if t.API != "chat" && t.API != "completions" {
@@ -275,6 +274,8 @@ func checkURL(raw string) error {
 	switch {
 	case raw == "":
 		return errors.New("required")
+	case !strings.Contains(raw, "://"):
+		return errors.New("missing scheme (want http:// or https://)")
 	case err != nil:
 		return fmt.Errorf("not a URL: %w", err)
 	case u.Scheme == "":

@@ -81,9 +81,11 @@ func (p *Prober) sizer(ctx context.Context, sc Scenario) *Sizer {
 		return s
 	}
 	s = NewSizer(sc.InputTokens)
+	// A failed calibration keeps the default model; usage feedback corrects it.
 	if c != nil {
-		// A failed calibration keeps the default model; usage feedback corrects it.
 		_ = s.Calibrate(ctx, c, Nonce())
+	} else {
+		_ = s.CalibrateShort(ctx, usageCounter{ep: p.ep, api: p.api, model: p.Model()}, Nonce())
 	}
 	p.mu.Lock()
 	p.sizers[sc.Name] = s

@@ -24,13 +24,11 @@ func PromptText(nonce string, words int) string {
 		b.WriteString("] ")
 	}
 	b.WriteString("Continue this text:")
-	// A multiplicative step through the list keeps the text from being one
-	// short period that a tokenizer could merge into long tokens.
-	j := 0
-	for i := 0; i < words; i++ {
+	// Cycling through the list keeps tokens per word nearly constant at any
+	// length, so a fit on short prompts extrapolates to long ones.
+	for i := range words {
 		b.WriteByte(' ')
-		b.WriteString(filler[j])
-		j = (j*7 + i + 3) % len(filler)
+		b.WriteString(filler[i%len(filler)])
 	}
 	return b.String()
 }

@@ -24,7 +24,7 @@ type Sizer struct {
 
 // NewSizer starts from a typical BPE ratio; Calibrate or Observe refine it.
 func NewSizer(target int) *Sizer {
-	s := &Sizer{target: target, ratio: 1.0, overhead: 24}
+	s := &Sizer{target: target, ratio: 1.2, overhead: 24}
 	s.solve()
 	return s
 }
@@ -61,6 +61,26 @@ func (s *Sizer) Calibrate(ctx context.Context, c Counter, nonce string) error {
 		}
 		w0, n0, w1 = w1, n1, s.words
 	}
+	return nil
+}
+
+// shortWords are the prompt lengths of a cheap calibration.
+var shortWords = [2]int{200, 600}
+
+// CalibrateShort fits the model from two short prompts only, for counters
+// that cost a prefill each; Observe then corrects it at full length.
+func (s *Sizer) CalibrateShort(ctx context.Context, c Counter, nonce string) error {
+	var n [2]int
+	for i, w := range shortWords {
+		v, err := c.Count(ctx, PromptText(nonce, w))
+		if err != nil {
+			return fmt.Errorf("calibrate: %w", err)
+		}
+		n[i] = v
+	}
+	s.ratio = max(0.05, float64(n[1]-n[0])/float64(shortWords[1]-shortWords[0]))
+	s.overhead = float64(n[1]) - s.ratio*float64(shortWords[1])
+	s.solve()
 	return nil
 }
 

@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -161,11 +162,19 @@ func Run(ctx context.Context, ep Endpoint, q Request) Result {
 		return fail(res, StreamError, fmt.Errorf("encode request: %w", err))
 	}
 	url := strings.TrimRight(ep.BaseURL, "/") + Path(q.API)
-	var setupStart, wrote time.Time
+	var setupStart time.Time
+	// WroteRequest fires on the transport's writer goroutine, which may still
+	// be running when a server answers before reading the whole body.
+	var wroteMu sync.Mutex
+	var wrote time.Time
 	trace := &httptrace.ClientTrace{
-		GetConn:      func(string) { setupStart = time.Now() },
-		GotConn:      func(i httptrace.GotConnInfo) { setupOnce(&res, i, setupStart) },
-		WroteRequest: func(httptrace.WroteRequestInfo) { wrote = time.Now() },
+		GetConn: func(string) { setupStart = time.Now() },
+		GotConn: func(i httptrace.GotConnInfo) { setupOnce(&res, i, setupStart) },
+		WroteRequest: func(httptrace.WroteRequestInfo) {
+			wroteMu.Lock()
+			wrote = time.Now()
+			wroteMu.Unlock()
+		},
 	}
 	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
@@ -182,10 +191,11 @@ func Run(ctx context.Context, ep Endpoint, q Request) Result {
 		return fail(res, classifyCtx(ctx, ConnectError), fmt.Errorf("post %s: %w", url, err))
 	}
 	defer resp.Body.Close()
-	if wrote.IsZero() {
-		wrote = res.Start
+	wroteMu.Lock()
+	if !wrote.IsZero() {
+		res.Start = wrote
 	}
-	res.Start = wrote
+	wroteMu.Unlock()
 	res.Status = resp.StatusCode
 	if resp.StatusCode != http.StatusOK {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))

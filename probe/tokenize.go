@@ -125,3 +125,50 @@ func DetectCounter(ctx context.Context, ep Endpoint, api, model, engine string) 
 	}
 	return nil, fmt.Errorf("no tokenize endpoint: %w", errors.Join(errs...))
 }
+
+// usageCounter counts with the server itself: a one-token completion whose
+// usage.prompt_tokens is the count, chat template included. It costs a prefill,
+// so sizing uses it on short prompts only.
+type usageCounter struct {
+	ep         Endpoint
+	api, model string
+}
+
+func (c usageCounter) Templated() bool { return true }
+
+func (c usageCounter) Count(ctx context.Context, text string) (int, error) {
+	q := Request{API: c.api, Model: c.model, Prompt: text, MaxTokens: 1}
+	b, err := q.Body(false)
+	if err != nil {
+		return 0, err
+	}
+	url := strings.TrimRight(c.ep.BaseURL, "/") + Path(c.api)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(b))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if c.ep.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+c.ep.APIKey)
+	}
+	resp, err := c.ep.Client.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("count tokens %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("count tokens %s: HTTP %d", url, resp.StatusCode)
+	}
+	var out struct {
+		Usage struct {
+			PromptTokens int `json:"prompt_tokens"`
+		} `json:"usage"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&out); err != nil {
+		return 0, fmt.Errorf("count tokens %s: %w", url, err)
+	}
+	if out.Usage.PromptTokens == 0 {
+		return 0, fmt.Errorf("count tokens %s: no usage.prompt_tokens in the answer", url)
+	}
+	return out.Usage.PromptTokens, nil
+}

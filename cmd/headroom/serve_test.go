@@ -1,0 +1,215 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+
+	"github.com/headroom-dev/headroom/config"
+	"github.com/headroom-dev/headroom/sim"
+)
+
+// startTinySim serves the fast test profile on loopback.
+func startTinySim(t *testing.T, scale float64) *httptest.Server {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	s := sim.NewServer(sim.Tiny, scale, "vllm")
+	go s.Run(ctx)
+	srv := httptest.NewServer(s.Handler())
+	t.Cleanup(func() { srv.Close(); cancel() })
+	return srv
+}
+
+// startDaemon runs the daemon on a config file and returns its base URL.
+func startDaemon(t *testing.T, cfgFile string) (string, *syncWriter) {
+	t.Helper()
+	logs := &syncWriter{w: &bytes.Buffer{}}
+	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	d, err := newDaemon(logger, func() (*config.Config, error) { return config.Load(cfgFile) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	addr := make(chan net.Addr, 1)
+	done := make(chan int)
+	go func() { done <- d.serve(ctx, &webFlags{listen: []string{"127.0.0.1:0"}}, func(a []net.Addr) { addr <- a[0] }) }()
+	t.Cleanup(func() {
+		cancel()
+		if code := <-done; code != 0 {
+			t.Errorf("serve exited %d", code)
+		}
+	})
+	return "http://" + (<-addr).String(), logs
+}
+
+type syncWriter struct {
+	mu sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
+func (s *syncWriter) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.String()
+}
+
+// scrape returns the value of every sample, keyed by name{labels}.
+func scrape(t *testing.T, base string) map[string]float64 {
+	t.Helper()
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	mfs, err := p.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for name, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			var ls []string
+			for _, l := range m.GetLabel() {
+				ls = append(ls, l.GetName()+"="+l.GetValue())
+			}
+			key := name + "{" + strings.Join(ls, ",") + "}"
+			switch {
+			case m.Histogram != nil:
+				out[key] = float64(m.GetHistogram().GetSampleCount())
+			case m.Counter != nil:
+				out[key] = m.GetCounter().GetValue()
+			case m.Gauge != nil:
+				out[key] = m.GetGauge().GetValue()
+			}
+		}
+	}
+	return out
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func testConfig(url string, scenarios ...string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "targets:\n  - name: sim\n    url: %s\n    api_key_env: HEADROOM_TEST_API_KEY\nprobe_budget: 0.5\nengine_scrape_interval: 100ms\nscenarios:\n", url)
+	for _, s := range scenarios {
+		fmt.Fprintf(&b, "  - name: %s\n    input_tokens: 512\n    output_tokens: 16\n    interval: 1s\n", s)
+	}
+	b.WriteString("use_cases:\n  - name: chat\n    scenario: " + scenarios[0] + "\n    ttft_max: 1s\n")
+	return b.String()
+}
+
+func TestServeProbesAndReloads(t *testing.T) {
+	t.Setenv("HEADROOM_TEST_API_KEY", "sk-test-secret-123")
+	simSrv := startTinySim(t, 20)
+	cfgFile := filepath.Join(t.TempDir(), "headroom.yml")
+	if err := os.WriteFile(cfgFile, []byte(testConfig(simSrv.URL, "short")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base, logs := startDaemon(t, cfgFile)
+
+	ttft := `headroom_probe_ttft_seconds{scenario=short,target=sim}`
+	waitFor(t, "a successful probe", func() bool { return scrape(t, base)[ttft] >= 1 })
+	m := scrape(t, base)
+	for _, k := range []string{
+		`headroom_probes_total{result=success,scenario=short,target=sim}`,
+		`headroom_probe_itl_seconds{scenario=short,target=sim}`,
+		`headroom_probe_decode_tokens_per_second{scenario=short,target=sim}`,
+		`headroom_probe_e2e_seconds{scenario=short,target=sim}`,
+		`headroom_target_up{target=sim}`,
+		`headroom_config_last_reload_successful{}`,
+	} {
+		if m[k] < 1 {
+			t.Errorf("%s = %v, want >= 1", k, m[k])
+		}
+	}
+	if in := m[`headroom_probe_input_tokens{scenario=short,target=sim}`]; in < 512*0.99 || in > 512*1.01 {
+		t.Errorf("input tokens %v, want 512 ± 1%%", in)
+	}
+
+	// A broken file is refused and the running configuration keeps probing.
+	if err := os.WriteFile(cfgFile, []byte("targets:\n  - name: sim\n    url: nope\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.Post(base+"/-/reload", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusInternalServerError || !strings.Contains(string(body), "targets[0].url: missing scheme") {
+		t.Fatalf("reload of a broken file: %d %s", resp.StatusCode, body)
+	}
+	before := scrape(t, base)
+	if before[`headroom_config_last_reload_successful{}`] != 0 {
+		t.Error("headroom_config_last_reload_successful should be 0 after a failed reload")
+	}
+	waitFor(t, "probing to go on under the old config", func() bool { return scrape(t, base)[ttft] > before[ttft] })
+
+	// A good file adds a scenario.
+	if err := os.WriteFile(cfgFile, []byte(testConfig(simSrv.URL, "short", "other")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if resp, err := http.Post(base+"/-/reload", "", nil); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("reload: %v %v", resp, err)
+	}
+	waitFor(t, "the new scenario", func() bool { return scrape(t, base)[`headroom_probe_ttft_seconds{scenario=other,target=sim}`] >= 1 })
+	if strings.Contains(logs.String(), "sk-test-secret-123") {
+		t.Error("the API key appears in the logs")
+	}
+	page, _ := http.Get(base + "/metrics")
+	b, _ := io.ReadAll(page.Body)
+	page.Body.Close()
+	if strings.Contains(string(b), "sk-test-secret-123") {
+		t.Error("the API key appears on /metrics")
+	}
+	for _, path := range []string{"/", "/-/healthy", "/-/ready"} {
+		resp, err := http.Get(base + path)
+		if err != nil || resp.StatusCode != 200 {
+			t.Errorf("GET %s: %v %v", path, resp, err)
+		}
+	}
+}
+
+func TestCheckConfig(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.yml")
+	if err := os.WriteFile(bad, []byte("targets:\n  - name: a\n    url: http://h\n  - name: b\n    url: ftp://h\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code := run([]string{"check-config", bad}); code != 1 {
+		t.Errorf("check-config on a bad file exited %d, want 1", code)
+	}
+	if code := run([]string{"check-config", "../../config/testdata/good.yml"}); code != 0 {
+		t.Errorf("check-config on a good file exited %d, want 0", code)
+	}
+}

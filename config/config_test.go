@@ -1,0 +1,87 @@
+package config
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestLoadGood(t *testing.T) {
+	c, err := Load("testdata/good.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Targets[0].MetricsURL; got != "http://127.0.0.1:8000/metrics" {
+		t.Errorf("default metrics_url = %q", got)
+	}
+	if c.Targets[0].Engine != "auto" || c.Scenarios[0].Cache != "cold" || c.MaxInFlight != 16 {
+		t.Errorf("defaults not applied: %+v %+v", c.Targets[0], c.Scenarios[0])
+	}
+	if c.UseCases[0].TTFTMax != 8*time.Second || c.UseCases[0].Statistic != "p90" {
+		t.Errorf("use case = %+v", c.UseCases[0])
+	}
+}
+
+func TestDefaultsReproduceReports(t *testing.T) {
+	c, err := Parse([]byte("targets: []\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][2]int{"ctx-1k": {1024, 128}, "ctx-8k": {8192, 1024}, "ctx-32k": {32768, 1024}, "ctx-64k": {65536, 1024}, "ctx-96k": {98304, 1024}}
+	for _, s := range c.Scenarios {
+		if w := want[s.Name]; w != [2]int{s.InputTokens, s.OutputTokens} {
+			t.Errorf("scenario %s = %d/%d, want %v", s.Name, s.InputTokens, s.OutputTokens, w)
+		}
+	}
+	if len(c.UseCases) != 5 || c.ProbeBudget != 0.02 {
+		t.Errorf("%d use cases, budget %g", len(c.UseCases), c.ProbeBudget)
+	}
+}
+
+func TestParseErrorsNamePath(t *testing.T) {
+	base := "targets:\n  - name: a\n    url: http://127.0.0.1:1\n"
+	tests := []struct{ yaml, want string }{
+		{"targets:\n  - name: a\n    url: http://127.0.0.1:1\n  - name: b\n    url: 127.0.0.1:8000\n", "targets[1].url: missing scheme"},
+		{"targets:\n  - name: a b\n    url: http://h\n", "targets[0].name: must match"},
+		{"targets:\n  - name: a\n    url: http://h\n  - name: a\n    url: http://h\n", "targets[1].name: duplicate target"},
+		{"targets:\n  - name: a\n    url: http://user:pw@h\n", "targets[0].url: credentials in the URL"},
+		{"targets:\n  - name: a\n    url: http://h\n    api: grpc\n", "targets[0].api: must be chat or completions"},
+		{"targets:\n  - name: a\n    url: http://h\n    engine: foo\n", "targets[0].engine: unknown engine"},
+		{"targets:\n  - name: a\n    url: http://h\n    colour: blue\n", "field colour not found"},
+		{base + "probe_budget: 2\n", "probe_budget: must be in (0, 1]"},
+		{base + "scenarios:\n  - name: s\n    input_tokens: 1024\n    output_tokens: 1\n", "scenarios[0].output_tokens: must be at least 2"},
+		{base + "scenarios:\n  - name: s\n    input_tokens: 1024\n    output_tokens: 8\n    cache: tepid\n", "scenarios[0].cache: must be cold or warm"},
+		{base + "use_cases:\n  - name: u\n    scenario: nope\n    ttft_max: 1s\n", "use_cases[0].scenario: no scenario named \"nope\""},
+		{base + "use_cases:\n  - name: u\n    scenario: ctx-1k\n    statistic: p42\n    ttft_max: 1s\n", "use_cases[0].statistic"},
+		{base + "use_cases:\n  - name: u\n    scenario: ctx-1k\n", "use_cases[0]: needs at least one of"},
+		{base + "scenarios:\n  - name: s\n    input_tokens: 1024\n    output_tokens: 8\n    interval: fast\n", "cannot unmarshal"},
+		{base + "power:\n  source: dcgm\n", "power.dcgm_url: required"},
+		{base + "power:\n  source: ipmi\n", "power.source: unknown source"},
+	}
+	for _, tc := range tests {
+		_, err := Parse([]byte(tc.yaml))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Parse(%q)\n got error %v\nwant one containing %q", tc.yaml, err, tc.want)
+		}
+	}
+}
+
+func TestAPIKeyNeverInErrors(t *testing.T) {
+	t.Setenv("HEADROOM_TEST_KEY", "  sk-from-env \n")
+	k, err := Target{Name: "a", APIKeyEnv: "HEADROOM_TEST_KEY"}.APIKey()
+	if err != nil || k != "sk-from-env" {
+		t.Fatalf("env key = %q, %v", k, err)
+	}
+	f := t.TempDir() + "/key"
+	if err := os.WriteFile(f, []byte("sk-from-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if k, err := (Target{Name: "a", APIKeyFile: f}).APIKey(); err != nil || k != "sk-from-file" {
+		t.Fatalf("file key = %q, %v", k, err)
+	}
+	_, err = Target{Name: "a", APIKeyEnv: "HEADROOM_TEST_UNSET"}.APIKey()
+	if err == nil || !strings.Contains(err.Error(), "HEADROOM_TEST_UNSET is not set") {
+		t.Fatalf("unset env: %v", err)
+	}
+}

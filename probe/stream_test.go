@@ -1,0 +1,217 @@
+package probe
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+)
+
+// step is one scripted write: at offset after the request arrived, send data
+// as an SSE event (or, for raw steps, as is).
+type step struct {
+	at   time.Duration
+	data string
+	raw  bool
+}
+
+// script serves SSE steps at absolute offsets, so sleep errors do not add up.
+func script(status int, steps ...step) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		if status != http.StatusOK {
+			http.Error(w, `{"object":"error","message":"scripted failure"}`, status)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		fl := w.(http.Flusher)
+		for _, s := range steps {
+			select {
+			case <-time.After(time.Until(start.Add(s.at))):
+			case <-r.Context().Done():
+				return
+			}
+			if s.raw {
+				fmt.Fprint(w, s.data)
+			} else {
+				fmt.Fprintf(w, "data: %s\n\n", s.data)
+			}
+			fl.Flush()
+		}
+	}
+}
+
+func chat(content string) string {
+	return fmt.Sprintf(`{"choices":[{"index":0,"delta":{"content":%q},"finish_reason":null}]}`, content)
+}
+
+const (
+	roleChunk = `{"choices":[{"index":0,"delta":{"role":"assistant","content":""},"finish_reason":null}]}`
+	stopChunk = `{"choices":[{"index":0,"delta":{},"finish_reason":"length"}]}`
+)
+
+func usage(prompt, completion int) string {
+	return fmt.Sprintf(`{"choices":[],"usage":{"prompt_tokens":%d,"completion_tokens":%d}}`, prompt, completion)
+}
+
+// tokens scripts n content chunks, perChunk tokens each, the first at ttft and
+// then every gap.
+func tokens(ttft, gap time.Duration, chunks, perChunk int) []step {
+	out := []step{{at: 0, data: roleChunk}}
+	for i := range chunks {
+		out = append(out, step{at: ttft + time.Duration(i)*gap, data: chat(strings.Repeat("tok ", perChunk))})
+	}
+	return out
+}
+
+func then(s []step, more ...step) []step { return append(s, more...) }
+
+func end(at time.Duration, withUsage bool, prompt, completion int) []step {
+	s := []step{{at: at, data: stopChunk}}
+	if withUsage {
+		s = append(s, step{at: at, data: usage(prompt, completion)})
+	}
+	return append(s, step{at: at, data: "[DONE]"})
+}
+
+func near(t *testing.T, what string, got, want time.Duration) {
+	t.Helper()
+	tol := max(2*time.Millisecond, want/100)
+	if d := got - want; d < -tol || d > tol {
+		t.Errorf("%s = %s, want %s ± %s", what, got, want, tol)
+	}
+}
+
+func TestRunTimings(t *testing.T) {
+	const ttft, gap = 300 * time.Millisecond, 20 * time.Millisecond
+	tests := []struct {
+		name      string
+		steps     []step
+		chunks    int
+		tokens    int
+		fromUsage bool
+		maxGap    time.Duration
+	}{
+		{"one token per chunk", then(tokens(ttft, gap, 20, 1), end(ttft+19*gap, true, 1024, 20)...), 20, 20, true, gap},
+		{"four tokens per chunk", then(tokens(ttft, 4*gap, 5, 4), end(ttft+16*gap, true, 1024, 20)...), 5, 20, true, 4 * gap},
+		{"no usage chunk counts chunks", then(tokens(ttft, gap, 20, 1), end(ttft+19*gap, false, 0, 0)...), 20, 20, false, gap},
+		{"stall mid-stream", then(append(tokens(ttft, gap, 10, 1), tokens(ttft+9*gap+400*time.Millisecond, gap, 10, 1)[1:]...),
+			end(ttft+18*gap+400*time.Millisecond, true, 1024, 20)...), 20, 20, true, 400 * time.Millisecond},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(script(http.StatusOK, tc.steps...))
+			defer srv.Close()
+			r := Run(context.Background(), Endpoint{BaseURL: srv.URL, Client: NewClient(false)}, Request{API: "chat", Model: "m", Prompt: "hi", MaxTokens: 20})
+			if r.Outcome != Success {
+				t.Fatalf("outcome %s (%v), want success", r.Outcome, r.Err)
+			}
+			lastAt := tc.steps[len(tc.steps)-4].at // the last content chunk
+			if !tc.fromUsage {
+				lastAt = tc.steps[len(tc.steps)-3].at
+			}
+			near(t, "TTFT", r.TTFT, ttft)
+			near(t, "E2E", r.E2E, lastAt)
+			near(t, "decode time", r.Decode, lastAt-ttft)
+			near(t, "max gap", r.MaxGap, tc.maxGap)
+			if r.Chunks != tc.chunks || r.CompletionTokens != tc.tokens || r.TokensFromUsage != tc.fromUsage {
+				t.Errorf("chunks %d tokens %d fromUsage %v, want %d %d %v", r.Chunks, r.CompletionTokens, r.TokensFromUsage, tc.chunks, tc.tokens, tc.fromUsage)
+			}
+			wantITL := r.Decode / time.Duration(tc.tokens-1)
+			if r.ITL() != wantITL {
+				t.Errorf("ITL %s, want decode/(tokens-1) = %s", r.ITL(), wantITL)
+			}
+			if got, want := r.DecodeTPS(), float64(tc.tokens-1)/(lastAt-ttft).Seconds(); math.Abs(got-want) > 0.02*want {
+				t.Errorf("decode speed %.1f tok/s, want %.1f", got, want)
+			}
+			if tc.fromUsage && math.Abs(r.PrefillTPS()-1024/r.TTFT.Seconds()) > 1e-9 {
+				t.Errorf("prefill speed %.1f, want prompt tokens / TTFT", r.PrefillTPS())
+			}
+		})
+	}
+}
+
+func TestRunFailures(t *testing.T) {
+	refused := func() string {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := l.Addr().String()
+		l.Close()
+		return "http://" + addr
+	}
+	tests := []struct {
+		name    string
+		handler http.HandlerFunc
+		url     string
+		timeout time.Duration
+		want    Outcome
+		status  int
+	}{
+		{"HTTP 429", script(http.StatusTooManyRequests), "", 0, HTTPError, 429},
+		{"HTTP 500", script(http.StatusInternalServerError), "", 0, HTTPError, 500},
+		{"refused connection", nil, refused(), 0, ConnectError, 0},
+		{"error mid-stream", script(200, then(tokens(10*time.Millisecond, time.Millisecond, 3, 1),
+			step{at: 20 * time.Millisecond, data: `{"error":{"message":"CUDA out of memory","code":500}}`})...), "", 0, StreamError, 200},
+		{"garbled chunk", script(200, then(tokens(10*time.Millisecond, time.Millisecond, 3, 1), step{at: 20 * time.Millisecond, data: `{"choices":[`})...), "", 0, StreamError, 200},
+		{"connection cut", script(200, tokens(10*time.Millisecond, time.Millisecond, 3, 1)...), "", 0, StreamError, 200},
+		{"server ignores min_tokens", script(200, then(tokens(10*time.Millisecond, time.Millisecond, 10, 1), end(20*time.Millisecond, true, 1024, 10)...)...), "", 0, ShortOutput, 200},
+		{"stall past the timeout", script(200, then(tokens(10*time.Millisecond, time.Millisecond, 3, 1), step{at: 5 * time.Second, data: "[DONE]"})...), "", 200 * time.Millisecond, Timeout, 200},
+		{"no content at all", script(200, then([]step{{at: 0, data: roleChunk}}, end(10*time.Millisecond, true, 1024, 0)...)...), "", 0, StreamError, 200},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			url := tc.url
+			if tc.handler != nil {
+				srv := httptest.NewServer(tc.handler)
+				defer srv.Close()
+				url = srv.URL
+			}
+			ctx := context.Background()
+			if tc.timeout > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, tc.timeout)
+				defer cancel()
+			}
+			r := Run(ctx, Endpoint{BaseURL: url, APIKey: "sk-secret-value", Client: NewClient(false)}, Request{API: "chat", Model: "m", Prompt: "hi", MaxTokens: 20})
+			if r.Outcome != tc.want || r.Status != tc.status {
+				t.Fatalf("outcome %s status %d (%v), want %s %d", r.Outcome, r.Status, r.Err, tc.want, tc.status)
+			}
+			if r.Err == nil {
+				t.Fatal("a failed probe must carry its error")
+			}
+			if strings.Contains(r.Err.Error(), "sk-secret-value") {
+				t.Fatalf("error leaks the API key: %v", r.Err)
+			}
+		})
+	}
+}
+
+func TestRunCanceled(t *testing.T) {
+	srv := httptest.NewServer(script(200, then(tokens(10*time.Millisecond, time.Millisecond, 3, 1), step{at: 5 * time.Second, data: "[DONE]"})...))
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(100*time.Millisecond, cancel)
+	r := Run(ctx, Endpoint{BaseURL: srv.URL, Client: NewClient(false)}, Request{API: "completions", Model: "m", Prompt: "hi", MaxTokens: 20})
+	if r.Outcome != Canceled {
+		t.Fatalf("outcome %s, want canceled", r.Outcome)
+	}
+}
+
+func TestRequestBody(t *testing.T) {
+	b, err := Request{API: "completions", Model: "m", Prompt: "p", MaxTokens: 7, Extra: map[string]any{"cache_salt": "x"}}.Body(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"max_tokens":7`, `"min_tokens":7`, `"ignore_eos":true`, `"include_usage":true`, `"prompt":"p"`, `"cache_salt":"x"`, `"stream":true`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("body %s lacks %s", b, want)
+		}
+	}
+}

@@ -1,0 +1,107 @@
+package sim
+
+import (
+	"math"
+	"testing"
+)
+
+var flat = Params{MaxBatch: 4, KVCapacity: 10_000, ChunkBudget: 1000, StepBase: 0.001, DecodePerSeq: 0.001, DecodeExp: 1,
+	PrefillPerToken: 1e-5, Overhead: 0.01, GPUs: 1, IdleWatts: 50, MaxWatts: 500}
+
+func TestSingleRequestIsAnalytic(t *testing.T) {
+	// 2500 prompt tokens in chunks of 1000, 1000, 500, then 9 decode steps.
+	c := Closed(flat, 2500, 10, 1)
+	prefill := 3*flat.StepBase + 2500*flat.PrefillPerToken
+	step := flat.StepBase + flat.DecodePerSeq
+	if want := flat.Overhead + prefill; math.Abs(c.TTFT-want) > 1e-9 {
+		t.Errorf("TTFT %.6f, want %.6f", c.TTFT, want)
+	}
+	if want := 1 / step; math.Abs(c.Decode-want) > 1e-6 {
+		t.Errorf("decode %.3f tok/s, want %.3f", c.Decode, want)
+	}
+	if want := flat.Overhead + prefill + 9*step; math.Abs(c.E2E-want) > 1e-9 {
+		t.Errorf("E2E %.6f, want %.6f", c.E2E, want)
+	}
+}
+
+func TestKVCapacityQueues(t *testing.T) {
+	// Each request reserves 4010 tokens: two fit in 10000, the third waits.
+	e := NewEngine(flat)
+	for i := range 3 {
+		if err := e.Submit(int64(i), 4000, 10); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.AdvanceTo(e.NextWake())
+	e.Step(nil)
+	if e.Running() != 2 || e.Waiting() != 1 {
+		t.Fatalf("running %d waiting %d, want 2 and 1", e.Running(), e.Waiting())
+	}
+	if got := e.KVUsage(); math.Abs(got-0.802) > 1e-9 {
+		t.Errorf("KV usage %.3f, want 0.802", got)
+	}
+	e.Cancel(0)
+	e.Step(nil)
+	if e.Running() != 2 || e.Waiting() != 0 {
+		t.Fatalf("after cancel: running %d waiting %d, want 2 and 0", e.Running(), e.Waiting())
+	}
+	if err := e.Submit(9, 10_000, 1); err != ErrTooLong {
+		t.Errorf("oversized request: %v, want ErrTooLong", err)
+	}
+}
+
+func TestLoadSlowsEveryone(t *testing.T) {
+	p := Tiny.Params
+	prev := Closed(p, 4096, 64, 1)
+	for _, n := range []int{2, 4, 8, 16} {
+		c := Closed(p, 4096, 64, n)
+		if c.TTFT <= prev.TTFT || c.Decode >= prev.Decode || c.Throughput <= prev.Throughput {
+			t.Errorf("n=%d: TTFT %.4f decode %.1f throughput %.1f; want TTFT and throughput up, decode down from %.4f %.1f %.1f",
+				n, c.TTFT, c.Decode, c.Throughput, prev.TTFT, prev.Decode, prev.Throughput)
+		}
+		prev = c
+	}
+	short, long := Closed(p, 4096, 64, 1).TTFT-p.Overhead, Closed(p, 65536, 64, 1).TTFT-p.Overhead
+	if long/short <= 16 {
+		t.Errorf("prefill of 16x the context took %.1fx the time; attention should make it more than 16x", long/short)
+	}
+}
+
+func TestLimitInterpolates(t *testing.T) {
+	// margin falls linearly, crossing zero at 6.5.
+	got, capped := Limit(64, func(n int) float64 { return (6.5 - float64(n)) / 10 })
+	if capped || math.Abs(got-6.5) > 1e-9 {
+		t.Errorf("Limit = %v (capped %v), want 6.5", got, capped)
+	}
+	if got, capped := Limit(16, func(int) float64 { return 1 }); !capped || got != 16 {
+		t.Errorf("never breached: %v %v, want 16 capped", got, capped)
+	}
+}
+
+func TestTokenizer(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int
+	}{{"", 0}, {"a", 1}, {"abc", 1}, {"abcd", 2}, {"the model, streams!", 1 + 2 + 1 + 3 + 1}} {
+		if got := CountTokens(tc.in); got != tc.want {
+			t.Errorf("CountTokens(%q) = %d, want %d", tc.in, got, tc.want)
+		}
+	}
+	if got := ChatTokens([]string{"abc"}); got != templateBase+templatePerMessage+1 {
+		t.Errorf("ChatTokens = %d", got)
+	}
+}
+
+// BenchmarkEngine reports simulated requests per second of virtual-time
+// simulation: a closed loop of 32 requests, 8K context, 1024 output tokens.
+func BenchmarkEngine(b *testing.B) {
+	p, err := LookupProfile("qwen3-coder-30b-a3b-fp8-h200-vllm")
+	if err != nil {
+		b.Fatal(err)
+	}
+	reqs := 0
+	for b.Loop() {
+		reqs += Closed(p.Params, 8192, 1024, 32).Requests
+	}
+	b.ReportMetric(float64(reqs)/b.Elapsed().Seconds(), "sim-requests/s")
+}

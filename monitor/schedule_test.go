@@ -1,0 +1,43 @@
+package monitor
+
+import (
+	"testing"
+	"time"
+)
+
+// TestScheduleKeepsBudget runs a target in virtual time with probes whose
+// length grows with context and checks busy time against the budget and that
+// short scenarios keep roughly their interval.
+func TestScheduleKeepsBudget(t *testing.T) {
+	names := []string{"short", "long"}
+	durations := map[string]time.Duration{"short": 2 * time.Second, "long": 40 * time.Second}
+	start := time.Unix(0, 0)
+	for _, budget := range []float64{0.02, 0.1, 0.5} {
+		s := NewSchedule(names, []time.Duration{time.Minute, time.Minute}, budget, start, 1)
+		now, busy := start, time.Duration(0)
+		count := map[string]int{}
+		for now.Before(start.Add(24 * time.Hour)) {
+			name, at := s.Next()
+			if at.Before(now) {
+				t.Fatalf("schedule went back in time")
+			}
+			now = at
+			end := now.Add(durations[name])
+			s.Done(name, now, end)
+			busy += durations[name]
+			count[name]++
+			now = end
+		}
+		// The last probe's quiet time belongs to the period it paid for.
+		share := busy.Seconds() / s.ready.Sub(start).Seconds()
+		if share > budget*1.001 {
+			t.Errorf("budget %.2f: probes occupied %.4f of the time", budget, share)
+		}
+		if count["long"] == 0 || count["short"] == 0 {
+			t.Errorf("budget %.2f: a scenario starved: %v", budget, count)
+		}
+		if budget == 0.5 && count["short"] < 24*60*9/10/2 {
+			t.Errorf("with a loose budget the short scenario should run near its interval; ran %d times", count["short"])
+		}
+	}
+}

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"math"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -9,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -22,6 +25,7 @@ import (
 	"github.com/prometheus/common/version"
 	"github.com/prometheus/exporter-toolkit/web"
 
+	"github.com/headroom-dev/headroom/capacity"
 	"github.com/headroom-dev/headroom/collector"
 	"github.com/headroom-dev/headroom/config"
 	"github.com/headroom-dev/headroom/monitor"
@@ -80,6 +84,8 @@ type daemon struct {
 	load   func() (*config.Config, error)
 	reg    *prometheus.Registry
 	mon    *monitor.Monitor
+	store  *capacity.Store
+	now    func() time.Time
 
 	reloadOK   prometheus.Gauge
 	reloadTime prometheus.Gauge
@@ -105,8 +111,10 @@ func newDaemon(logger *slog.Logger, load func() (*config.Config, error)) (*daemo
 	}
 	reg.MustRegister(d.reloadOK, d.reloadTime)
 	probes := collector.NewProbes(reg)
-	d.mon = monitor.New(logger, probes, nil)
-	reg.MustRegister(collector.NewTargets(d.mon.Status))
+	d.store = capacity.NewStore()
+	d.now = time.Now
+	d.mon = monitor.New(logger, probes, storeRecorder{d.store})
+	reg.MustRegister(collector.NewTargets(d.mon.Status), collector.NewCapacity(d.useCases, d.estimates))
 	d.reloadOK.Set(1)
 	d.reloadTime.SetToCurrentTime()
 	return d, nil
@@ -121,10 +129,16 @@ func (d *daemon) reload() error {
 		return err
 	}
 	d.mu.Lock()
+	old := d.cfg
 	d.cfg = cfg
 	ctx := d.ctx
 	d.mu.Unlock()
 	d.mon.Apply(ctx, cfg)
+	for _, t := range old.Targets {
+		if !slices.ContainsFunc(cfg.Targets, func(n config.Target) bool { return n.Name == t.Name }) {
+			d.store.Forget(t.Name)
+		}
+	}
 	d.reloadOK.Set(1)
 	d.reloadTime.SetToCurrentTime()
 	d.logger.Info("reloaded config", "targets", len(cfg.Targets), "scenarios", len(cfg.Scenarios), "use_cases", len(cfg.UseCases))
@@ -134,6 +148,7 @@ func (d *daemon) reload() error {
 func (d *daemon) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(d.reg, promhttp.HandlerOpts{EnableOpenMetrics: true, ErrorLog: slog.NewLogLogger(d.logger.Handler(), slog.LevelError)}))
+	mux.HandleFunc("/api/v1/status", d.status)
 	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "Healthy") })
 	mux.HandleFunc("/-/ready", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "Ready") })
 	mux.HandleFunc("/-/reload", func(w http.ResponseWriter, r *http.Request) {
@@ -225,4 +240,67 @@ func (d *daemon) serve(ctx context.Context, wf *webFlags, ready func([]net.Addr)
 		_ = srv.Shutdown(sctx)
 	}
 	return 0
+}
+
+// storeRecorder feeds successful probes to the capacity model.
+type storeRecorder struct{ s *capacity.Store }
+
+func (r storeRecorder) Record(s monitor.Sample) {
+	res := s.Result
+	r.s.Add(s.Target, s.Scenario, capacity.Point{Time: s.Time, Load: s.Load, TTFT: res.TTFT.Seconds(), E2E: res.E2E.Seconds(),
+		ITL: res.ITL().Seconds(), Decode: res.DecodeTPS()})
+}
+
+func toUseCase(u config.UseCase) capacity.UseCase {
+	return capacity.UseCase{Name: u.Name, Scenario: u.Scenario, Statistic: u.Statistic, Window: u.Window,
+		TTFTMax: u.TTFTMax.Seconds(), E2EMax: u.E2EMax.Seconds(), ITLMax: u.ITLMax.Seconds(), DecodeMin: u.DecodeMinTPS}
+}
+
+func (d *daemon) config() *config.Config {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.cfg
+}
+
+func (d *daemon) useCases() []capacity.UseCase {
+	cfg := d.config()
+	out := make([]capacity.UseCase, len(cfg.UseCases))
+	for i, u := range cfg.UseCases {
+		out[i] = toUseCase(u)
+	}
+	return out
+}
+
+// estimates evaluates every target and use case of the running configuration.
+func (d *daemon) estimates() []capacity.Estimate {
+	cfg := d.config()
+	now := d.now()
+	loads := map[string]float64{}
+	for _, s := range d.mon.Status() {
+		l := math.NaN()
+		if s.Up {
+			l = s.Load.InFlight()
+		}
+		loads[s.Name] = l
+	}
+	var out []capacity.Estimate
+	for _, t := range cfg.Targets {
+		load, ok := loads[t.Name]
+		if !ok {
+			load = math.NaN()
+		}
+		for _, u := range cfg.UseCases {
+			out = append(out, capacity.Evaluate(t.Name, toUseCase(u), d.store.Window(t.Name, u.Scenario, now.Add(-u.Window)), load))
+		}
+	}
+	return out
+}
+
+func (d *daemon) status(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(map[string]any{"estimates": d.estimates()}); err != nil {
+		d.logger.Error("encode status", "err", err)
+	}
 }

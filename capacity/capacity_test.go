@@ -1,0 +1,143 @@
+package capacity
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+var t0 = time.Unix(1_700_000_000, 0)
+
+// linear makes points whose TTFT and ITL grow linearly with load, with noise
+// and a few wild outliers.
+func linear(n int, seed uint64, ttft0, ttftSlope, itl0, itlSlope float64) []Point {
+	r := rand.New(rand.NewPCG(seed, 1))
+	var ps []Point
+	for i := range n {
+		load := float64(1 + i%10)
+		noise := 1 + 0.03*r.NormFloat64()
+		itl := (itl0 + itlSlope*load) * noise
+		p := Point{Time: t0.Add(time.Duration(i) * time.Minute), Load: load, TTFT: (ttft0 + ttftSlope*load) * noise, ITL: itl, Decode: 1 / itl}
+		if i%17 == 5 {
+			p.TTFT *= 8 // a stalled probe
+		}
+		ps = append(ps, p)
+	}
+	return ps
+}
+
+func TestCapacityRecoversLinearResponse(t *testing.T) {
+	tests := []struct {
+		name string
+		u    UseCase
+		want float64
+	}{
+		{"ttft binds", UseCase{Name: "c", Statistic: "p50", TTFTMax: 0.5 + 0.8*6.5, DecodeMin: 10}, 6.5},
+		{"decode binds", UseCase{Name: "c", Statistic: "p50", TTFTMax: 60, DecodeMin: 1 / (0.01 + 0.004*4.25)}, 4.25},
+		{"beyond observed, within reach", UseCase{Name: "c", Statistic: "p50", TTFTMax: 0.5 + 0.8*14}, 14},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := Evaluate("a", tc.u, linear(200, 1, 0.5, 0.8, 0.01, 0.004), 3)
+			if math.Abs(e.Capacity-tc.want) > 0.3 {
+				t.Fatalf("capacity %.2f, want %.2f ± 0.3 (%s)", e.Capacity, tc.want, e.Why)
+			}
+			if math.Abs(e.Free-(e.Capacity-3)) > 1e-9 || math.Abs(e.Ratio-(1-3/e.Capacity)) > 1e-9 {
+				t.Errorf("free %.2f ratio %.2f inconsistent with capacity %.2f at load 3", e.Free, e.Ratio, e.Capacity)
+			}
+		})
+	}
+}
+
+func TestCapacityUnknownWithoutData(t *testing.T) {
+	u := UseCase{Name: "c", Statistic: "mean", TTFTMax: 5}
+	few := linear(5, 2, 0.5, 0.8, 0.01, 0.004)
+	if e := Evaluate("a", u, few, 2); !math.IsNaN(e.Capacity) || e.Why == "" {
+		t.Errorf("with %d samples: capacity %v, why %q", len(few), e.Capacity, e.Why)
+	}
+	flat := linear(100, 3, 0.5, 0.8, 0.01, 0.004)
+	for i := range flat {
+		flat[i].Load = 4
+	}
+	if e := Evaluate("a", u, flat, 4); !math.IsNaN(e.Capacity) || e.Why == "" {
+		t.Errorf("without load spread: capacity %v, why %q", e.Capacity, e.Why)
+	}
+	if e := Evaluate("a", UseCase{Name: "c", TTFTMax: 1000}, linear(100, 4, 0.5, 0.8, 0.01, 0.004), 2); !math.IsNaN(e.Capacity) {
+		t.Errorf("a threshold far beyond reach must not be extrapolated to: %v", e.Capacity)
+	}
+}
+
+func TestMarginAndHeadroomMoveWithLoad(t *testing.T) {
+	u := UseCase{Name: "c", Statistic: "mean", TTFTMax: 0.5 + 0.8*6.5}
+	ps := linear(200, 5, 0.5, 0.8, 0.01, 0.004)
+	prev := Evaluate("a", u, ps, 1)
+	for _, load := range []float64{2, 4, 6, 8} {
+		e := Evaluate("a", u, ps, load)
+		if !(e.Ratio < prev.Ratio && e.Free < prev.Free) {
+			t.Errorf("load %v: ratio %.3f free %.2f, want both below %.3f %.2f", load, e.Ratio, e.Free, prev.Ratio, prev.Free)
+		}
+		prev = e
+	}
+	if prev.Ratio >= 0 || prev.Free >= 0 {
+		t.Errorf("above capacity, ratio %.2f and free %.2f must be negative", prev.Ratio, prev.Free)
+	}
+	// Every probe too slow: the margin is negative.
+	slow := Evaluate("a", UseCase{Name: "c", Statistic: "p90", TTFTMax: 0.4, DecodeMin: 10}, ps, 1)
+	if !(slow.Margin < 0) || slow.SLOs[0].Margin >= 0 {
+		t.Errorf("breached SLO: margin %v", slow.Margin)
+	}
+}
+
+func TestIsotonicPoolsDips(t *testing.T) {
+	c := isotonic(Curve{{1, 1, 1}, {2, 3, 1}, {3, 2, 1}, {4, 5, 2}}, true)
+	want := []float64{1, 2.5, 2.5, 5}
+	for i, k := range c {
+		if math.Abs(k.Value-want[i]) > 1e-12 {
+			t.Fatalf("isotonic = %v, want values %v", c, want)
+		}
+	}
+	d := isotonic(Curve{{1, 9, 1}, {2, 10, 1}, {3, 4, 1}}, false)
+	if d[0].Value != 9.5 || d[1].Value != 9.5 || d[2].Value != 4 {
+		t.Fatalf("decreasing isotonic = %v", d)
+	}
+}
+
+func TestStatistic(t *testing.T) {
+	vs := []float64{5, 1, 4, 2, 3}
+	for stat, want := range map[string]float64{"mean": 3, "p50": 3, "p90": 4.6, "p99": 4.96} {
+		if got := Statistic(vs, stat); math.Abs(got-want) > 1e-9 {
+			t.Errorf("%s = %v, want %v", stat, got, want)
+		}
+	}
+}
+
+func TestStoreIsBounded(t *testing.T) {
+	s := NewStore()
+	for i := range 3 * MaxPoints {
+		s.Add("a", "s", Point{Time: t0.Add(time.Duration(i) * time.Second), Load: 1})
+	}
+	w := s.Window("a", "s", t0)
+	if len(w) != MaxPoints || !w[0].Time.Equal(t0.Add(2*MaxPoints*time.Second)) {
+		t.Fatalf("kept %d points from %v", len(w), w[0].Time)
+	}
+	if n := len(s.Window("a", "s", t0.Add(time.Duration(3*MaxPoints-10)*time.Second))); n != 10 {
+		t.Errorf("window of the last 10 s has %d points", n)
+	}
+	s.Forget("a")
+	if s.Window("a", "s", t0) != nil {
+		t.Error("Forget kept the series")
+	}
+}
+
+// BenchmarkEvaluate is one evaluation of 100 targets x 5 use cases, each with
+// a 30-minute window of 120 probes.
+func BenchmarkEvaluate(b *testing.B) {
+	ps := linear(120, 1, 0.5, 0.8, 0.01, 0.004)
+	u := UseCase{Name: "c", Statistic: "p90", TTFTMax: 5, DecodeMin: 15}
+	for b.Loop() {
+		for range 100 * 5 {
+			Evaluate("a", u, ps, 3)
+		}
+	}
+}

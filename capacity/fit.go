@@ -1,0 +1,142 @@
+package capacity
+
+import (
+	"math"
+	"sort"
+)
+
+// Knot is one point of a fitted load-response curve.
+type Knot struct {
+	Load  float64 `json:"load"`
+	Value float64 `json:"value"`
+	N     int     `json:"samples"`
+}
+
+// Curve is a monotone piecewise-linear fit of one metric against load.
+type Curve []Knot
+
+// bin groups points by load rounded to the nearest request and takes the
+// statistic of each bin: a per-bin median or percentile is what makes the fit
+// robust to a few outliers, and the bin's weight is its sample count.
+func bin(points []Point, value func(Point) float64, stat string) Curve {
+	groups := map[int][]Point{}
+	for _, p := range points {
+		if math.IsNaN(p.Load) || p.Load <= 0 {
+			continue
+		}
+		k := int(math.Round(p.Load))
+		groups[k] = append(groups[k], p)
+	}
+	out := make(Curve, 0, len(groups))
+	for _, g := range groups {
+		vs := make([]float64, len(g))
+		load := 0.0
+		for i, p := range g {
+			vs[i] = value(p)
+			load += p.Load
+		}
+		out = append(out, Knot{Load: load / float64(len(g)), Value: Statistic(vs, stat), N: len(g)})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Load < out[j].Load })
+	return out
+}
+
+// isotonic makes the curve non-decreasing (or non-increasing when increasing
+// is false) with the pool-adjacent-violators algorithm, weighted by samples.
+// A load-response is monotone: more load never makes a server faster, so a
+// dip is noise and is pooled away rather than believed.
+func isotonic(c Curve, increasing bool) Curve {
+	type block struct {
+		sum, w     float64
+		first, end int
+	}
+	sign := 1.0
+	if !increasing {
+		sign = -1
+	}
+	var bs []block
+	for i, k := range c {
+		bs = append(bs, block{sign * k.Value * float64(k.N), float64(k.N), i, i + 1})
+		for len(bs) > 1 && bs[len(bs)-2].sum/bs[len(bs)-2].w > bs[len(bs)-1].sum/bs[len(bs)-1].w {
+			a, b := bs[len(bs)-2], bs[len(bs)-1]
+			bs = append(bs[:len(bs)-2], block{a.sum + b.sum, a.w + b.w, a.first, b.end})
+		}
+	}
+	out := make(Curve, len(c))
+	copy(out, c)
+	for _, b := range bs {
+		for i := b.first; i < b.end; i++ {
+			out[i].Value = sign * b.sum / b.w
+		}
+	}
+	return out
+}
+
+// crossing is the load at which a fitted curve reaches limit (bad is above
+// the limit when increasing). It interpolates between knots and extrapolates
+// the curve's overall slope at most reach times the highest observed load.
+// ok is false when the curve does not reach the limit within that reach.
+func (c Curve) crossing(limit float64, increasing bool, reach float64) (load float64, ok bool) {
+	bad := func(v float64) bool {
+		if increasing {
+			return v > limit
+		}
+		return v < limit
+	}
+	if len(c) == 0 {
+		return math.NaN(), false
+	}
+	if bad(c[0].Value) {
+		// Breached at the lowest observed load: walk back along the first
+		// segment's slope, not below one request.
+		if len(c) > 1 {
+			if l := interpolate(c[0], c[1], limit); l < c[0].Load {
+				return math.Max(0, l), true
+			}
+		}
+		return 0, true
+	}
+	for i := 1; i < len(c); i++ {
+		if bad(c[i].Value) {
+			return interpolate(c[i-1], c[i], limit), true
+		}
+	}
+	first, last := c[0], c[len(c)-1]
+	if last.Load <= first.Load || last.Value == first.Value {
+		return math.NaN(), false
+	}
+	l := interpolate(first, last, limit)
+	if l > last.Load && l <= reach*last.Load {
+		return l, true
+	}
+	return math.NaN(), false
+}
+
+func interpolate(a, b Knot, v float64) float64 {
+	if b.Value == a.Value {
+		return b.Load
+	}
+	return a.Load + (v-a.Value)*(b.Load-a.Load)/(b.Value-a.Value)
+}
+
+// Statistic is mean, p50, p90, p95 or p99 of vs.
+func Statistic(vs []float64, stat string) float64 {
+	if len(vs) == 0 {
+		return math.NaN()
+	}
+	if stat == "mean" || stat == "" {
+		s := 0.0
+		for _, v := range vs {
+			s += v
+		}
+		return s / float64(len(vs))
+	}
+	q := map[string]float64{"p50": 0.5, "p90": 0.9, "p95": 0.95, "p99": 0.99}[stat]
+	s := append([]float64(nil), vs...)
+	sort.Float64s(s)
+	// Linear interpolation between closest ranks, as Prometheus quantiles do.
+	pos := q * float64(len(s)-1)
+	lo := int(math.Floor(pos))
+	hi := min(lo+1, len(s)-1)
+	return s[lo] + (pos-float64(lo))*(s[hi]-s[lo])
+}

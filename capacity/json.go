@@ -1,0 +1,60 @@
+package capacity
+
+import (
+	"encoding/json"
+	"math"
+)
+
+// num writes NaN and infinities as null: JSON has no such numbers.
+type num float64
+
+func (n num) MarshalJSON() ([]byte, error) {
+	f := float64(n)
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return []byte("null"), nil
+	}
+	return json.Marshal(f)
+}
+
+// MarshalJSON implements json.Marshaler.
+func (s SLO) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Name      string `json:"slo"`
+		Threshold num    `json:"threshold"`
+		Value     num    `json:"value"`
+		Margin    num    `json:"margin"`
+		Capacity  num    `json:"capacity"`
+		Curve     Curve  `json:"curve"`
+		Why       string `json:"why,omitempty"`
+	}{s.Name, num(s.Threshold), num(s.Value), num(s.Margin), num(s.Capacity), s.Curve, s.Why})
+}
+
+// MarshalJSON implements json.Marshaler.
+func (e Estimate) MarshalJSON() ([]byte, error) {
+	pts := make([]struct {
+		Time   string `json:"time"`
+		Load   num    `json:"load"`
+		TTFT   num    `json:"ttft_s"`
+		E2E    num    `json:"e2e_s"`
+		ITL    num    `json:"itl_s"`
+		Decode num    `json:"decode_tps"`
+	}, len(e.Points))
+	for i, p := range e.Points {
+		pts[i].Time = p.Time.UTC().Format("2006-01-02T15:04:05.000Z07:00")
+		pts[i].Load, pts[i].TTFT, pts[i].E2E, pts[i].ITL, pts[i].Decode = num(p.Load), num(p.TTFT), num(p.E2E), num(p.ITL), num(p.Decode)
+	}
+	return json.Marshal(struct {
+		Target   string `json:"target"`
+		UseCase  string `json:"use_case"`
+		Scenario string `json:"scenario"`
+		Capacity num    `json:"capacity"`
+		Load     num    `json:"load"`
+		Free     num    `json:"free"`
+		Ratio    num    `json:"ratio"`
+		Margin   num    `json:"margin"`
+		Samples  int    `json:"samples"`
+		Why      string `json:"why,omitempty"`
+		SLOs     []SLO  `json:"slos"`
+		Points   any    `json:"points"`
+	}{e.Target, e.UseCase, e.Scenario, num(e.Capacity), num(e.Load), num(e.Free), num(e.Ratio), num(e.Margin), e.Samples, e.Why, e.SLOs, pts})
+}

@@ -1,0 +1,98 @@
+// Package capacity turns probe results tagged with the load they met into SLO
+// margins and a capacity estimate: the largest number of concurrent requests
+// at which a use case still meets every threshold. It is pure: no I/O, and
+// time comes in as values, so it runs in virtual time in tests.
+package capacity
+
+import (
+	"sync"
+	"time"
+)
+
+// Point is one successful probe. Times are seconds; Load is the requests in
+// flight while it ran, itself included (NaN when the server's metrics were not
+// readable: such points count for margins, not for the fit).
+type Point struct {
+	Time   time.Time `json:"time"`
+	Load   float64   `json:"load"`
+	TTFT   float64   `json:"ttft_s"`
+	E2E    float64   `json:"e2e_s"`
+	ITL    float64   `json:"itl_s"`
+	Decode float64   `json:"decode_tps"`
+}
+
+// MaxPoints bounds each series whatever the uptime: at the shortest interval
+// the scheduler allows, a day of probes.
+const MaxPoints = 4096
+
+// ring is a bounded, time-ordered series.
+type ring struct {
+	buf   []Point
+	start int
+}
+
+func (r *ring) add(p Point) {
+	if len(r.buf) < MaxPoints {
+		r.buf = append(r.buf, p)
+		return
+	}
+	r.buf[r.start] = p
+	r.start = (r.start + 1) % MaxPoints
+}
+
+// since returns the points at or after t, oldest first.
+func (r *ring) since(t time.Time) []Point {
+	out := make([]Point, 0, len(r.buf))
+	for i := range r.buf {
+		p := r.buf[(r.start+i)%len(r.buf)]
+		if !p.Time.Before(t) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Store keeps a window of points per target and scenario. It is safe for
+// concurrent use: the monitor adds while scrapes evaluate.
+type Store struct {
+	mu     sync.Mutex
+	series map[[2]string]*ring
+}
+
+// NewStore returns an empty store.
+func NewStore() *Store { return &Store{series: map[[2]string]*ring{}} }
+
+// Add records a point.
+func (s *Store) Add(target, scenario string, p Point) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := [2]string{target, scenario}
+	r, ok := s.series[k]
+	if !ok {
+		r = &ring{}
+		s.series[k] = r
+	}
+	r.add(p)
+}
+
+// Window returns the points of a series at or after t.
+func (s *Store) Window(target, scenario string, t time.Time) []Point {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.series[[2]string{target, scenario}]
+	if !ok {
+		return nil
+	}
+	return r.since(t)
+}
+
+// Forget drops every series of a target.
+func (s *Store) Forget(target string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k := range s.series {
+		if k[0] == target {
+			delete(s.series, k)
+		}
+	}
+}

@@ -1,0 +1,62 @@
+package collector
+
+import (
+	"math"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/headroom-dev/headroom/capacity"
+)
+
+// Capacity exports SLO thresholds, margins and capacity headroom. It evaluates
+// on every scrape, so what Prometheus sees is never older than its scrape.
+type Capacity struct {
+	useCases  func() []capacity.UseCase
+	estimates func() []capacity.Estimate
+	threshold, margin, capacity, free, ratio, samples *prometheus.Desc
+}
+
+// NewCapacity returns a collector over the given sources.
+func NewCapacity(useCases func() []capacity.UseCase, estimates func() []capacity.Estimate) *Capacity {
+	tu := []string{"target", "use_case"}
+	return &Capacity{useCases: useCases, estimates: estimates,
+		threshold: prometheus.NewDesc("headroom_slo_threshold", "A use case's threshold; slo: ttft_seconds, e2e_seconds, itl_seconds (maxima), decode_tokens_per_second (minimum).", []string{"use_case", "slo"}, nil),
+		margin:    prometheus.NewDesc("headroom_slo_margin_ratio", "Smallest relative margin to a threshold over the use case's window; < 0 means breached.", tu, nil),
+		capacity:  prometheus.NewDesc("headroom_capacity_requests", "Estimated largest number of concurrent requests at which the use case meets every threshold; NaN when unknown.", tu, nil),
+		free:      prometheus.NewDesc("headroom_free_requests", "Capacity minus the current load.", tu, nil),
+		ratio:     prometheus.NewDesc("headroom_ratio", "Headroom: 1 - load / capacity.", tu, nil),
+		samples:   prometheus.NewDesc("headroom_capacity_samples", "Probe samples in the use case's window behind the estimate.", tu, nil),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *Capacity) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.threshold, c.margin, c.capacity, c.free, c.ratio, c.samples} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *Capacity) Collect(ch chan<- prometheus.Metric) {
+	for _, u := range c.useCases() {
+		for _, s := range u.SLOs() {
+			ch <- prometheus.MustNewConstMetric(c.threshold, prometheus.GaugeValue, s.Threshold, u.Name, s.Name)
+		}
+	}
+	for _, e := range c.estimates() {
+		l := []string{e.Target, e.UseCase}
+		ch <- prometheus.MustNewConstMetric(c.capacity, prometheus.GaugeValue, e.Capacity, l...)
+		ch <- prometheus.MustNewConstMetric(c.samples, prometheus.GaugeValue, float64(e.Samples), l...)
+		if !math.IsNaN(e.Margin) {
+			ch <- prometheus.MustNewConstMetric(c.margin, prometheus.GaugeValue, e.Margin, l...)
+		}
+		// Free requests and headroom exist only where capacity and load do:
+		// an absent series, not a NaN, keeps alert expressions simple.
+		if !math.IsNaN(e.Free) {
+			ch <- prometheus.MustNewConstMetric(c.free, prometheus.GaugeValue, e.Free, l...)
+		}
+		if !math.IsNaN(e.Ratio) && !math.IsInf(e.Ratio, 0) {
+			ch <- prometheus.MustNewConstMetric(c.ratio, prometheus.GaugeValue, e.Ratio, l...)
+		}
+	}
+}

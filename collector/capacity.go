@@ -11,8 +11,8 @@ import (
 // Capacity exports SLO thresholds, margins and capacity headroom. It evaluates
 // on every scrape, so what Prometheus sees is never older than its scrape.
 type Capacity struct {
-	useCases  func() []capacity.UseCase
-	estimates func() []capacity.Estimate
+	useCases                                          func() []capacity.UseCase
+	estimates                                         func() []capacity.Estimate
 	threshold, margin, capacity, free, ratio, samples *prometheus.Desc
 }
 

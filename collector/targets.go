@@ -18,7 +18,7 @@ type TargetStatus struct {
 // Targets exports what each target's engine says about itself. It is a custom
 // Collector because its label set follows the configuration and the engines.
 type Targets struct {
-	status func() []TargetStatus
+	status                       func() []TargetStatus
 	info, up, requests, kv, load *prometheus.Desc
 }
 

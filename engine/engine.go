@@ -48,8 +48,8 @@ type dialect struct {
 var dialects = []dialect{
 	{engine: "vllm",
 		running: []string{"vllm:num_requests_running"}, waiting: []string{"vllm:num_requests_waiting"},
-		kv:    []string{"vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"},
-		queue: []string{"vllm:request_queue_time_seconds"},
+		kv:     []string{"vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"},
+		queue:  []string{"vllm:request_queue_time_seconds"},
 		prompt: []string{"vllm:prompt_tokens_total", "vllm:prompt_tokens"}, generated: []string{"vllm:generation_tokens_total", "vllm:generation_tokens"}},
 	{engine: "sglang",
 		running: []string{"sglang:num_running_reqs"}, waiting: []string{"sglang:num_queue_reqs"},
@@ -64,7 +64,7 @@ var dialects = []dialect{
 		kv:     []string{"llamacpp:kv_cache_usage_ratio"},
 		prompt: []string{"llamacpp:prompt_tokens_total"}, generated: []string{"llamacpp:tokens_predicted_total"}},
 	{engine: "trtllm", // trtllm-serve (/prometheus/metrics) and Triton's TensorRT-LLM backend
-		queue: []string{"trtllm_request_queue_time_seconds", "trtllm:request_queue_time_seconds"},
+		queue:  []string{"trtllm_request_queue_time_seconds", "trtllm:request_queue_time_seconds"},
 		custom: tritonTRTLLM},
 	{engine: "nim",
 		running: []string{"num_requests_running"}, waiting: []string{"num_requests_waiting"},

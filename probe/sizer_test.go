@@ -65,9 +65,9 @@ func TestParseTokenCount(t *testing.T) {
 		want int
 		err  bool
 	}{
-		{`{"count": 5, "max_model_len": 10, "tokens": [1,2,3,4,5]}`, 5, false}, // vLLM
-		{`{"tokens": [1,2,3], "count": 3}`, 3, false},                         // SGLang
-		{`{"tokens": [1,2]}`, 2, false},                                       // llama.cpp
+		{`{"count": 5, "max_model_len": 10, "tokens": [1,2,3,4,5]}`, 5, false},                        // vLLM
+		{`{"tokens": [1,2,3], "count": 3}`, 3, false},                                                 // SGLang
+		{`{"tokens": [1,2]}`, 2, false},                                                               // llama.cpp
 		{`[{"id":1,"text":"a","start":0,"stop":1},{"id":2,"text":"b","start":1,"stop":2}]`, 2, false}, // TGI
 		{`{"detail": "Not Found"}`, 0, true},
 		{`<html>`, 0, true},

@@ -50,12 +50,12 @@ type Emit func(id int64, kind EventKind, t float64)
 var ErrTooLong = errors.New("request exceeds the KV-cache capacity")
 
 type seq struct {
-	id            int64
-	prompt, out   int
-	enqueue       float64
-	prefilled     int
-	generated     int
-	kv            int
+	id          int64
+	prompt, out int
+	enqueue     float64
+	prefilled   int
+	generated   int
+	kv          int
 }
 
 // Engine is the batching model. It is not safe for concurrent use.
@@ -68,15 +68,17 @@ type Engine struct {
 	kvUsed  int
 
 	// Cumulative counters in the manner of an engine's /metrics.
-	QueueCount, QueueSum   float64
+	QueueCount, QueueSum    float64
 	PromptTokens, GenTokens float64
-	BusyTime               float64
-	Energy                 float64 // joules, all GPUs
-	lastPower              float64
+	BusyTime                float64
+	Energy                  float64 // joules, all GPUs
+	lastPower               float64
 }
 
 // NewEngine returns an idle engine at virtual time 0.
-func NewEngine(p Params) *Engine { return &Engine{P: p, lastPower: p.IdleWatts * float64(max(1, p.GPUs))} }
+func NewEngine(p Params) *Engine {
+	return &Engine{P: p, lastPower: p.IdleWatts * float64(max(1, p.GPUs))}
+}
 
 // Now is the engine's virtual time.
 func (e *Engine) Now() float64 { return e.now }

@@ -189,9 +189,9 @@ func (s *Server) Run(ctx context.Context) {
 }
 
 type completionRequest struct {
-	Model         string `json:"model"`
-	Prompt        any    `json:"prompt"`
-	Messages      []struct {
+	Model    string `json:"model"`
+	Prompt   any    `json:"prompt"`
+	Messages []struct {
 		Role    string `json:"role"`
 		Content any    `json:"content"`
 	} `json:"messages"`

@@ -40,7 +40,7 @@ func demoConfig(simURL string) string {
 power:
   source: dcgm
   dcgm_url: %s/metrics
-probe_budget: 0.25
+probe_budget: 0.5
 `, simURL, simURL)
 }
 

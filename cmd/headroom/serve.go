@@ -3,10 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"math"
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"os"

@@ -46,7 +46,9 @@ func startDaemon(t *testing.T, cfgFile string) (string, *syncWriter) {
 	ctx, cancel := context.WithCancel(context.Background())
 	addr := make(chan net.Addr, 1)
 	done := make(chan int)
-	go func() { done <- d.serve(ctx, &webFlags{listen: []string{"127.0.0.1:0"}}, func(a []net.Addr) { addr <- a[0] }) }()
+	go func() {
+		done <- d.serve(ctx, &webFlags{listen: []string{"127.0.0.1:0"}}, func(a []net.Addr) { addr <- a[0] })
+	}()
 	t.Cleanup(func() {
 		cancel()
 		if code := <-done; code != 0 {

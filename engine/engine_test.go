@@ -1,0 +1,85 @@
+package engine
+
+import (
+	"context"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"testing"
+)
+
+func TestParseEngines(t *testing.T) {
+	nan := math.NaN()
+	tests := []struct {
+		file, engine string
+		want         Load
+	}{
+		{"vllm.prom", "vllm", Load{Running: 7, Waiting: 3, KVUsage: 0.625, QueueCount: 100, QueueSum: 42.5, PromptTokens: 1234500, GenerationTokens: 456789}},
+		{"vllm-v0.prom", "vllm", Load{Running: 2, Waiting: 0, KVUsage: 0.125, QueueCount: nan, QueueSum: nan, PromptTokens: 1000, GenerationTokens: 2000}},
+		// Two data-parallel ranks, each repeated per tensor rank: counted once per dp rank.
+		{"sglang.prom", "sglang", Load{Running: 7, Waiting: 2, KVUsage: 0.4, QueueCount: 10, QueueSum: 2.5, PromptTokens: 1500, GenerationTokens: 500}},
+		{"tgi.prom", "tgi", Load{Running: 12, Waiting: 5, KVUsage: nan, QueueCount: 40, QueueSum: 8, PromptTokens: 40960, GenerationTokens: 10240}},
+		{"llamacpp.prom", "llamacpp", Load{Running: 1, Waiting: 2, KVUsage: 0.25, QueueCount: nan, QueueSum: nan, PromptTokens: 5000, GenerationTokens: 2500}},
+		{"trtllm-triton.prom", "trtllm", Load{Running: 6, Waiting: 3, KVUsage: 0.25, QueueCount: nan, QueueSum: nan, PromptTokens: nan, GenerationTokens: nan}},
+		{"trtllm-serve.prom", "trtllm", Load{Running: nan, Waiting: nan, KVUsage: nan, QueueCount: 7, QueueSum: 0.7, PromptTokens: nan, GenerationTokens: nan}},
+		{"nim.prom", "nim", Load{Running: 5, Waiting: 1, KVUsage: 0.4, QueueCount: nan, QueueSum: nan, PromptTokens: 100, GenerationTokens: 50}},
+	}
+	same := func(a, b float64) bool { return a == b || math.IsNaN(a) && math.IsNaN(b) || math.Abs(a-b) < 1e-9 }
+	for _, tc := range tests {
+		t.Run(tc.file, func(t *testing.T) {
+			f, err := os.Open("testdata/" + tc.file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			got, err := Parse(f, "auto")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Engine != tc.engine {
+				t.Errorf("engine %q, want %q", got.Engine, tc.engine)
+			}
+			w := tc.want
+			if !same(got.Running, w.Running) || !same(got.Waiting, w.Waiting) || !same(got.KVUsage, w.KVUsage) ||
+				!same(got.QueueCount, w.QueueCount) || !same(got.QueueSum, w.QueueSum) ||
+				!same(got.PromptTokens, w.PromptTokens) || !same(got.GenerationTokens, w.GenerationTokens) {
+				t.Errorf("got  %+v\nwant %+v", got, w)
+			}
+		})
+	}
+}
+
+func TestParseBadPages(t *testing.T) {
+	for _, f := range []string{"garbage.prom", "truncated.prom"} {
+		r, err := os.Open("testdata/" + f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Parse(r, "auto")
+		r.Close()
+		if err == nil {
+			t.Errorf("%s: no error", f)
+		}
+	}
+	if _, err := Parse(strings.NewReader("# TYPE up gauge\nup 1\n"), "auto"); err == nil || !strings.Contains(err.Error(), "no metrics of a known engine") {
+		t.Errorf("page of no engine: %v", err)
+	}
+}
+
+func TestScrapeBoundsHugePages(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		line := []byte("vllm:num_requests_running{model_name=\"m\",pad=\"" + strings.Repeat("x", 1000) + "\"} 1\n")
+		for written := 0; written < MaxPage+len(line); written += len(line) {
+			if _, err := w.Write(line); err != nil {
+				return
+			}
+		}
+	}))
+	defer srv.Close()
+	_, err := Scrape(context.Background(), srv.Client(), srv.URL, "", "auto")
+	if err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Fatalf("huge page: %v", err)
+	}
+}

@@ -3,6 +3,7 @@ module github.com/headroom-dev/headroom
 go 1.26.8
 
 require (
+	github.com/NVIDIA/go-nvml v0.13.3-0
 	github.com/alecthomas/kingpin/v2 v2.4.0
 	github.com/caarlos0/env/v11 v11.3.1
 	github.com/prometheus/client_golang v1.23.2

@@ -29,6 +29,7 @@ import (
 	"github.com/headroom-dev/headroom/collector"
 	"github.com/headroom-dev/headroom/config"
 	"github.com/headroom-dev/headroom/monitor"
+	"github.com/headroom-dev/headroom/power"
 )
 
 type webFlags struct {
@@ -90,9 +91,10 @@ type daemon struct {
 	reloadOK   prometheus.Gauge
 	reloadTime prometheus.Gauge
 
-	mu  sync.Mutex
-	cfg *config.Config
-	ctx context.Context
+	mu    sync.Mutex
+	cfg   *config.Config
+	ctx   context.Context
+	power power.Source
 }
 
 func newDaemon(logger *slog.Logger, load func() (*config.Config, error)) (*daemon, error) {
@@ -114,7 +116,9 @@ func newDaemon(logger *slog.Logger, load func() (*config.Config, error)) (*daemo
 	d.store = capacity.NewStore()
 	d.now = time.Now
 	d.mon = monitor.New(logger, probes, storeRecorder{d.store})
-	reg.MustRegister(collector.NewTargets(d.mon.Status), collector.NewCapacity(d.useCases, d.estimates))
+	d.power = openPower(logger, cfg.Power)
+	reg.MustRegister(collector.NewTargets(d.mon.Status), collector.NewCapacity(d.useCases, d.estimates),
+		collector.NewPower(logger, d.powerSource, func() map[string]string { return gpuTargets(d.config()) }, d.generationTokens))
 	d.reloadOK.Set(1)
 	d.reloadTime.SetToCurrentTime()
 	return d, nil
@@ -132,6 +136,12 @@ func (d *daemon) reload() error {
 	old := d.cfg
 	d.cfg = cfg
 	ctx := d.ctx
+	if cfg.Power != old.Power {
+		if d.power != nil {
+			d.power.Close()
+		}
+		d.power = openPower(d.logger, cfg.Power)
+	}
 	d.mu.Unlock()
 	d.mon.Apply(ctx, cfg)
 	for _, t := range old.Targets {
@@ -303,4 +313,20 @@ func (d *daemon) status(w http.ResponseWriter, _ *http.Request) {
 	if err := enc.Encode(map[string]any{"estimates": d.estimates()}); err != nil {
 		d.logger.Error("encode status", "err", err)
 	}
+}
+
+func (d *daemon) powerSource() power.Source {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.power
+}
+
+func (d *daemon) generationTokens() map[string]float64 {
+	out := map[string]float64{}
+	for _, s := range d.mon.Status() {
+		if s.Up {
+			out[s.Name] = s.Load.GenerationTokens
+		}
+	}
+	return out
 }

@@ -1,0 +1,168 @@
+// Package power reads GPU power and energy, from NVML on this host or from a
+// DCGM exporter's /metrics, and derives energy per generated token.
+package power
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"strconv"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+)
+
+// Reading is one GPU now. NaN marks what the source does not report.
+type Reading struct {
+	Index   string
+	UUID    string
+	Name    string
+	Watts   float64
+	Joules  float64 // total energy since the driver loaded
+	LimitW  float64 // enforced power limit
+	Machine string
+}
+
+// Source reads every GPU it sees.
+type Source interface {
+	Read(ctx context.Context) ([]Reading, error)
+	Close()
+}
+
+// AllGPUs as a key of a GPU-to-target map gives every unlisted GPU to its target.
+const AllGPUs = "*"
+
+// ErrNoNVML means the NVML library is absent: no driver on this host.
+var ErrNoNVML = errors.New("NVML library not found (no NVIDIA driver on this host)")
+
+// NVML reads through the NVIDIA Management Library.
+type NVML struct{ lib nvml.Interface }
+
+// OpenNVML initialises lib (nvml.New() in production, a mock in tests).
+func OpenNVML(lib nvml.Interface) (*NVML, error) {
+	switch ret := lib.Init(); ret {
+	case nvml.SUCCESS:
+		return &NVML{lib: lib}, nil
+	case nvml.ERROR_LIBRARY_NOT_FOUND:
+		return nil, ErrNoNVML
+	default:
+		return nil, fmt.Errorf("nvml init: %s", lib.ErrorString(ret))
+	}
+}
+
+// Close shuts NVML down.
+func (n *NVML) Close() { n.lib.Shutdown() }
+
+// Read implements Source. A GPU whose power cannot be read is reported with
+// NaN fields rather than failing the others.
+func (n *NVML) Read(context.Context) ([]Reading, error) {
+	count, ret := n.lib.DeviceGetCount()
+	if ret != nvml.SUCCESS {
+		return nil, fmt.Errorf("nvml device count: %s", n.lib.ErrorString(ret))
+	}
+	out := make([]Reading, 0, count)
+	for i := range count {
+		dev, ret := n.lib.DeviceGetHandleByIndex(i)
+		if ret != nvml.SUCCESS {
+			return nil, fmt.Errorf("nvml device %d: %s", i, n.lib.ErrorString(ret))
+		}
+		r := Reading{Index: strconv.Itoa(i), Watts: math.NaN(), Joules: math.NaN(), LimitW: math.NaN()}
+		if v, ret := dev.GetUUID(); ret == nvml.SUCCESS {
+			r.UUID = v
+		}
+		if v, ret := dev.GetName(); ret == nvml.SUCCESS {
+			r.Name = v
+		}
+		if mw, ret := dev.GetPowerUsage(); ret == nvml.SUCCESS {
+			r.Watts = float64(mw) / 1000
+		}
+		if mj, ret := dev.GetTotalEnergyConsumption(); ret == nvml.SUCCESS {
+			r.Joules = float64(mj) / 1000
+		}
+		if mw, ret := dev.GetEnforcedPowerLimit(); ret == nvml.SUCCESS {
+			r.LimitW = float64(mw) / 1000
+		}
+		out = append(out, r)
+	}
+	return out, nil
+}
+
+// DCGM scrapes an NVIDIA DCGM exporter.
+type DCGM struct {
+	URL    string
+	Client *http.Client
+}
+
+// Close implements Source.
+func (DCGM) Close() {}
+
+// Read implements Source.
+func (d DCGM) Read(ctx context.Context) ([]Reading, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, d.URL, nil)
+	if err != nil {
+		return nil, fmt.Errorf("scrape %s: %w", d.URL, err)
+	}
+	resp, err := d.Client.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("scrape %s: %w", d.URL, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("scrape %s: HTTP %d", d.URL, resp.StatusCode)
+	}
+	return ParseDCGM(io.LimitReader(resp.Body, 32<<20))
+}
+
+// ParseDCGM reads DCGM_FI_DEV_POWER_USAGE (W), DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION
+// (mJ) and DCGM_FI_DEV_POWER_MGMT_LIMIT (W), keyed by the gpu and UUID labels.
+func ParseDCGM(r io.Reader) ([]Reading, error) {
+	p := expfmt.NewTextParser(model.LegacyValidation)
+	mfs, err := p.TextToMetricFamilies(r)
+	if err != nil {
+		return nil, fmt.Errorf("parse dcgm metrics: %w", err)
+	}
+	if _, ok := mfs["DCGM_FI_DEV_POWER_USAGE"]; !ok {
+		return nil, errors.New("no DCGM_FI_DEV_POWER_USAGE on the page")
+	}
+	byGPU := map[string]*Reading{}
+	var order []string
+	fill := func(name string, set func(*Reading, float64)) {
+		mf, ok := mfs[name]
+		if !ok {
+			return
+		}
+		for _, m := range mf.GetMetric() {
+			lab := labels(m)
+			key := lab["gpu"] + "/" + lab["UUID"]
+			rd, ok := byGPU[key]
+			if !ok {
+				rd = &Reading{Index: lab["gpu"], UUID: lab["UUID"], Name: lab["modelName"], Watts: math.NaN(), Joules: math.NaN(), LimitW: math.NaN(),
+					Machine: lab["Hostname"] + lab["hostname"]}
+				byGPU[key] = rd
+				order = append(order, key)
+			}
+			set(rd, m.GetGauge().GetValue()+m.GetCounter().GetValue()+m.GetUntyped().GetValue())
+		}
+	}
+	fill("DCGM_FI_DEV_POWER_USAGE", func(r *Reading, v float64) { r.Watts = v })
+	fill("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", func(r *Reading, v float64) { r.Joules = v / 1000 })
+	fill("DCGM_FI_DEV_POWER_MGMT_LIMIT", func(r *Reading, v float64) { r.LimitW = v })
+	out := make([]Reading, 0, len(order))
+	for _, k := range order {
+		out = append(out, *byGPU[k])
+	}
+	return out, nil
+}
+
+func labels(m *dto.Metric) map[string]string {
+	out := map[string]string{}
+	for _, l := range m.GetLabel() {
+		out[l.GetName()] = l.GetValue()
+	}
+	return out
+}

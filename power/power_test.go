@@ -1,0 +1,102 @@
+package power
+
+import (
+	"context"
+	"math"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
+)
+
+func device(uuid string, mw uint32, mj uint64, limit uint32, powerRet nvml.Return) *mock.Device {
+	return &mock.Device{
+		GetUUIDFunc:                   func() (string, nvml.Return) { return uuid, nvml.SUCCESS },
+		GetNameFunc:                   func() (string, nvml.Return) { return "NVIDIA H200", nvml.SUCCESS },
+		GetPowerUsageFunc:             func() (uint32, nvml.Return) { return mw, powerRet },
+		GetTotalEnergyConsumptionFunc: func() (uint64, nvml.Return) { return mj, nvml.SUCCESS },
+		GetEnforcedPowerLimitFunc:     func() (uint32, nvml.Return) { return limit, nvml.SUCCESS },
+	}
+}
+
+func library(initRet nvml.Return, devs ...*mock.Device) *mock.Interface {
+	return &mock.Interface{
+		InitFunc:           func() nvml.Return { return initRet },
+		ShutdownFunc:       func() nvml.Return { return nvml.SUCCESS },
+		ErrorStringFunc:    func(r nvml.Return) string { return "error " + r.String() },
+		DeviceGetCountFunc: func() (int, nvml.Return) { return len(devs), nvml.SUCCESS },
+		DeviceGetHandleByIndexFunc: func(i int) (nvml.Device, nvml.Return) {
+			return devs[i], nvml.SUCCESS
+		},
+	}
+}
+
+func TestNVML(t *testing.T) {
+	lib := library(nvml.SUCCESS,
+		device("GPU-aaaa", 612_500, 9_000_000, 700_000, nvml.SUCCESS),
+		device("GPU-bbbb", 0, 1_000, 700_000, nvml.ERROR_NOT_SUPPORTED))
+	n, err := OpenNVML(lib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	rs, err := n.Read(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 2 {
+		t.Fatalf("%d readings", len(rs))
+	}
+	if r := rs[0]; r.Index != "0" || r.UUID != "GPU-aaaa" || r.Watts != 612.5 || r.Joules != 9000 || r.LimitW != 700 {
+		t.Errorf("GPU 0 = %+v (NVML gives mW and mJ)", r)
+	}
+	if r := rs[1]; !math.IsNaN(r.Watts) || r.Joules != 1 {
+		t.Errorf("GPU 1 = %+v: an unsupported reading must be NaN, not 0", r)
+	}
+	if len(lib.ShutdownCalls()) != 0 {
+		t.Error("shut down too early")
+	}
+}
+
+func TestNVMLLibraryNotFound(t *testing.T) {
+	if _, err := OpenNVML(library(nvml.ERROR_LIBRARY_NOT_FOUND)); err != ErrNoNVML {
+		t.Fatalf("err = %v, want ErrNoNVML", err)
+	}
+	if _, err := OpenNVML(library(nvml.ERROR_DRIVER_NOT_LOADED)); err == nil {
+		t.Fatal("driver not loaded: no error")
+	}
+}
+
+func TestParseDCGM(t *testing.T) {
+	f, err := os.Open("testdata/dcgm.prom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rs, err := ParseDCGM(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 2 || rs[0].UUID != "GPU-1111" || rs[0].Watts != 301.5 || rs[0].Joules != 123456.789 || rs[0].LimitW != 700 || rs[1].Index != "1" {
+		t.Fatalf("readings %+v", rs)
+	}
+}
+
+func TestPerToken(t *testing.T) {
+	p := NewPerToken(5 * time.Minute)
+	t0 := time.Unix(0, 0)
+	if v := p.Observe("a", t0, 1000, 100); !math.IsNaN(v) {
+		t.Errorf("first point: %v, want NaN", v)
+	}
+	if v := p.Observe("a", t0.Add(time.Minute), 1600, 300); v != 3 {
+		t.Errorf("600 J over 200 tokens = %v, want 3", v)
+	}
+	if v := p.Observe("a", t0.Add(2*time.Minute), 100, 10); !math.IsNaN(v) {
+		t.Errorf("after a counter reset: %v, want NaN", v)
+	}
+	if v := p.Observe("a", t0.Add(3*time.Minute), math.NaN(), 20); !math.IsNaN(v) {
+		t.Errorf("unknown energy: %v", v)
+	}
+}

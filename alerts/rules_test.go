@@ -1,0 +1,93 @@
+// Package alerts holds headroom's Prometheus rules; its tests run promtool and
+// check the rules against the metric contract of DESIGN.md.
+package alerts
+
+import (
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+func promtool(t *testing.T) string {
+	t.Helper()
+	p, err := exec.LookPath("promtool")
+	if err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal("promtool not found; .ci/run installs Debian's prometheus package")
+		}
+		t.Skip("promtool not installed (apt-get install prometheus)")
+	}
+	return p
+}
+
+func TestPromtool(t *testing.T) {
+	bin := promtool(t)
+	for _, args := range [][]string{{"check", "rules", "headroom.rules.yml"}, {"test", "rules", "headroom.rules.test.yml"}} {
+		out, err := exec.Command(bin, args...).CombinedOutput()
+		if err != nil {
+			t.Errorf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+}
+
+// contract reads the metric names of DESIGN.md's metrics table.
+func contract(t *testing.T) map[string]bool {
+	t.Helper()
+	b, err := os.ReadFile("../../shared/DESIGN.md")
+	if err != nil {
+		t.Skipf("DESIGN.md not beside the checkout: %v", err)
+	}
+	names := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^\| (headroom_[a-z0-9_]+) \|`).FindAllStringSubmatch(string(b), -1) {
+		names[m[1]] = true
+	}
+	if len(names) < 20 {
+		t.Fatalf("found only %d metric names in DESIGN.md", len(names))
+	}
+	return names
+}
+
+func TestRulesUseOnlyContractMetrics(t *testing.T) {
+	names := contract(t)
+	b, err := os.ReadFile("headroom.rules.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules := string(b)
+	recorded := map[string]bool{}
+	for _, m := range regexp.MustCompile(`record: (\S+)`).FindAllStringSubmatch(rules, -1) {
+		recorded[m[1]] = true
+	}
+	for _, m := range regexp.MustCompile(`headroom[_:][a-z0-9_:]+`).FindAllString(rules, -1) {
+		if recorded[m] {
+			continue
+		}
+		base := regexp.MustCompile(`_(bucket|count|sum)$`).ReplaceAllString(m, "")
+		if !names[base] && !names[m] {
+			t.Errorf("%s is neither in DESIGN.md's contract nor a recording rule", m)
+		}
+	}
+}
+
+func TestEveryAlertHasARunbook(t *testing.T) {
+	rules, err := os.ReadFile("headroom.rules.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	book, err := os.ReadFile("../docs/runbooks.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range regexp.MustCompile(`alert: (\w+)`).FindAllStringSubmatch(string(rules), -1) {
+		if !strings.Contains(string(book), "## "+m[1]) {
+			t.Errorf("alert %s has no section in docs/runbooks.md", m[1])
+		}
+	}
+	for _, a := range regexp.MustCompile(`runbook_url: \S+#(\S+)`).FindAllStringSubmatch(string(rules), -1) {
+		if !strings.Contains(strings.ToLower(string(book)), "## "+a[1]) {
+			t.Errorf("runbook anchor #%s matches no heading", a[1])
+		}
+	}
+}

@@ -129,7 +129,11 @@ func (c *Config) applyDefaults() {
 			t.Engine = "auto"
 		}
 		if t.MetricsURL == "" && t.URL != "" {
-			t.MetricsURL = strings.TrimRight(t.URL, "/") + "/metrics"
+			path := "/metrics"
+			if t.Engine == "trtllm" {
+				path = "/prometheus/metrics" // where trtllm-serve serves it
+			}
+			t.MetricsURL = strings.TrimRight(t.URL, "/") + path
 		}
 	}
 	for i := range c.Scenarios {

@@ -23,6 +23,16 @@ func TestLoadGood(t *testing.T) {
 	}
 }
 
+func TestTRTLLMMetricsPath(t *testing.T) {
+	c, err := Parse([]byte("targets:\n  - {name: t, url: 'http://127.0.0.1:8000/', engine: trtllm}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Targets[0].MetricsURL; got != "http://127.0.0.1:8000/prometheus/metrics" {
+		t.Errorf("trtllm metrics_url = %q", got)
+	}
+}
+
 func TestDefaultsReproduceReports(t *testing.T) {
 	c, err := Parse([]byte("targets: []\n"))
 	if err != nil {

@@ -1,0 +1,184 @@
+// Package dashboards builds headroom's Grafana dashboards as code with
+// grafana-foundation-sdk. `go generate ./dashboards` writes them as JSON; a
+// test fails when the committed JSON drifts from this code.
+package dashboards
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/grafana/grafana-foundation-sdk/go/common"
+	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
+	"github.com/grafana/grafana-foundation-sdk/go/heatmap"
+	"github.com/grafana/grafana-foundation-sdk/go/prometheus"
+	"github.com/grafana/grafana-foundation-sdk/go/stat"
+	"github.com/grafana/grafana-foundation-sdk/go/timeseries"
+)
+
+//go:generate go run ./gen
+
+func ptr[T any](v T) *T { return &v }
+
+var ds = common.DataSourceRef{Type: ptr("prometheus"), Uid: ptr("${datasource}")}
+
+// Label selectors the dashboards' variables fill in.
+const (
+	selT  = `target=~"$target"`
+	selTS = `target=~"$target", scenario=~"$scenario"`
+	selTU = `target=~"$target", use_case=~"$use_case"`
+)
+
+type query struct{ expr, legend string }
+
+func q(expr, legend string) query { return query{expr, legend} }
+
+func series(title, desc, unit string, qs ...query) *timeseries.PanelBuilder {
+	p := timeseries.NewPanelBuilder().Title(title).Description(desc).Unit(unit).Datasource(ds).Height(8).Span(12)
+	for _, x := range qs {
+		p.WithTarget(prometheus.NewDataqueryBuilder().Expr(x.expr).LegendFormat(x.legend).Range())
+	}
+	return p
+}
+
+func single(title, desc, unit string, x query) *stat.PanelBuilder {
+	return stat.NewPanelBuilder().Title(title).Description(desc).Unit(unit).Datasource(ds).Height(6).Span(8).
+		ReduceOptions(common.NewReduceDataOptionsBuilder().Calcs([]string{"lastNotNull"})).
+		WithTarget(prometheus.NewDataqueryBuilder().Expr(x.expr).LegendFormat(x.legend).Instant())
+}
+
+func variable(name, label, query string) *dashboard.QueryVariableBuilder {
+	return dashboard.NewQueryVariableBuilder(name).Label(label).Datasource(ds).
+		Query(dashboard.StringOrMap{String: ptr(query)}).Multi(true).IncludeAll(true).
+		Refresh(dashboard.VariableRefreshOnTimeRangeChanged)
+}
+
+func base(uid, title, desc string, vars ...string) *dashboard.DashboardBuilder {
+	b := dashboard.NewDashboardBuilder(title).Uid(uid).Description(desc).Tags([]string{"headroom", "llm"}).
+		Refresh("1m").Time("now-6h", "now").Timezone(common.TimeZoneBrowser).
+		WithVariable(dashboard.NewDatasourceVariableBuilder("datasource").Label("Data source").Type("prometheus")).
+		WithVariable(variable("target", "Target", "label_values(headroom_target_info, target)"))
+	for _, v := range vars {
+		switch v {
+		case "scenario":
+			b.WithVariable(variable("scenario", "Scenario", `label_values(headroom_probes_total{target=~"$target"}, scenario)`))
+		case "use_case":
+			b.WithVariable(variable("use_case", "Use case", "label_values(headroom_slo_threshold, use_case)"))
+		}
+	}
+	return b
+}
+
+// rate of a histogram's mean per target and scenario.
+func mean(h string) string {
+	return `sum by (target, scenario) (rate(` + h + `_sum{` + selTS + `}[$__rate_interval])) / sum by (target, scenario) (rate(` + h + `_count{` + selTS + `}[$__rate_interval]))`
+}
+
+func quantile(qv, h string) string {
+	return `histogram_quantile(` + qv + `, sum by (le, target, scenario) (rate(` + h + `_bucket{` + selTS + `}[$__rate_interval])))`
+}
+
+func threshold(slo string) query {
+	return q(`max by (use_case) (headroom_slo_threshold{use_case=~"$use_case", slo="`+slo+`"})`, "threshold {{use_case}}")
+}
+
+// Capacity is the capacity-headroom dashboard.
+func Capacity() *dashboard.DashboardBuilder {
+	return base("headroom-capacity", "headroom / Capacity headroom",
+		"How many more concurrent requests each target takes before a use case's thresholds break.", "use_case").
+		WithRow(dashboard.NewRowBuilder("Now")).
+		WithPanel(single("Headroom", "1 - load / capacity: the share of capacity still free for the use case.", "percentunit",
+			q(`headroom_ratio{`+selTU+`}`, "{{target}} {{use_case}}"))).
+		WithPanel(single("Free requests", "Capacity minus current load: concurrent requests that still fit.", "short",
+			q(`headroom_free_requests{`+selTU+`}`, "{{target}} {{use_case}}"))).
+		WithPanel(single("SLO margin", "Smallest relative margin to a threshold over the use case's window; below 0 the SLO is breached.", "percentunit",
+			q(`headroom_slo_margin_ratio{`+selTU+`}`, "{{target}} {{use_case}}"))).
+		WithRow(dashboard.NewRowBuilder("Over time")).
+		WithPanel(series("Capacity vs load", "Estimated capacity per use case and the requests in flight.", "short",
+			q(`headroom_capacity_requests{`+selTU+`}`, "capacity {{target}} {{use_case}}"),
+			q(`headroom_load_requests{`+selT+`}`, "load {{target}}"))).
+		WithPanel(series("Headroom", "1 - load / capacity over time.", "percentunit",
+			q(`headroom_ratio{`+selTU+`}`, "{{target}} {{use_case}}"))).
+		WithPanel(series("SLO margin", "Below 0 the use case breaches a threshold at the current load.", "percentunit",
+			q(`headroom_slo_margin_ratio{`+selTU+`}`, "{{target}} {{use_case}}"))).
+		WithPanel(series("Time to exhaustion", "At the last hour's trend, how long until headroom reaches zero; empty while headroom grows.", "s",
+			q(`headroom_ratio{`+selTU+`} / -deriv(headroom_ratio{`+selTU+`}[1h]) > 0`, "{{target}} {{use_case}}"))).
+		WithPanel(series("Samples behind the estimate", "Probes in each use case's window; capacity needs at least 8 and a spread of load.", "short",
+			q(`headroom_capacity_samples{`+selTU+`}`, "{{target}} {{use_case}}")))
+}
+
+// Latency is the probe-latency dashboard.
+func Latency() *dashboard.DashboardBuilder {
+	return base("headroom-latency", "headroom / Probe latency",
+		"What one synthetic user sees per scenario: TTFT, inter-token latency, decode speed, end-to-end time.", "scenario", "use_case").
+		WithRow(dashboard.NewRowBuilder("User-facing latency")).
+		WithPanel(series("Time to first token", "Request sent to first content token: mean and p90 of probes, with the use cases' thresholds.", "s",
+			q(mean("headroom_probe_ttft_seconds"), "mean {{target}} {{scenario}}"),
+			q(quantile("0.9", "headroom_probe_ttft_seconds"), "p90 {{target}} {{scenario}}"),
+			threshold("ttft_seconds"))).
+		WithPanel(series("Decode speed", "Per-user tokens per second from the server's token count, with the use cases' minima.", "short",
+			q(mean("headroom_probe_decode_tokens_per_second"), "mean {{target}} {{scenario}}"),
+			threshold("decode_tokens_per_second"))).
+		WithPanel(series("Inter-token latency", "Decode time / (output tokens - 1) per probe.", "s",
+			q(mean("headroom_probe_itl_seconds"), "mean {{target}} {{scenario}}"),
+			threshold("itl_seconds"))).
+		WithPanel(series("End-to-end", "Request sent to last token, with the use cases' maxima.", "s",
+			q(mean("headroom_probe_e2e_seconds"), "mean {{target}} {{scenario}}"),
+			threshold("e2e_seconds"))).
+		WithPanel(heatmap.NewPanelBuilder().Title("TTFT distribution").Description("Probes per TTFT bucket over time.").
+			Datasource(ds).Height(8).Span(12).Unit("s").Calculate(false).
+			WithTarget(prometheus.NewDataqueryBuilder().
+				Expr(`sum by (le) (increase(headroom_probe_ttft_seconds_bucket{` + selTS + `}[$__rate_interval]))`).
+				Format(prometheus.PromQueryFormatHeatmap).LegendFormat("{{le}}"))).
+		WithPanel(series("Prefill speed", "Prompt tokens / TTFT per probe.", "short",
+			q(mean("headroom_probe_prefill_tokens_per_second"), "{{target}} {{scenario}}"))).
+		WithRow(dashboard.NewRowBuilder("Server side and probes")).
+		WithPanel(series("Queue wait", "Server-side queue time of probes, from the engine's histogram; only probes that were alone in leaving the queue.", "s",
+			q(mean("headroom_probe_queue_wait_seconds"), "{{target}} {{scenario}}"))).
+		WithPanel(series("Longest stall", "Longest gap between two chunks of a probe.", "s",
+			q(quantile("0.9", "headroom_probe_stall_seconds"), "p90 {{target}} {{scenario}}"))).
+		WithPanel(series("Probe results", "Probes per result: success, connect_error, http_error, timeout, stream_error, short_output.", "short",
+			q(`sum by (target, scenario, result) (increase(headroom_probes_total{`+selTS+`}[$__rate_interval]))`, "{{target}} {{scenario}} {{result}}"))).
+		WithPanel(series("Probe cost", "Share of each target's time with a probe in flight (the probe budget caps it).", "percentunit",
+			q(`rate(headroom_probe_busy_seconds_total{`+selT+`}[$__rate_interval])`, "{{target}}"))).
+		WithPanel(series("Prompt length", "Prompt tokens of the last probe as the server counted them.", "short",
+			q(`headroom_probe_input_tokens{`+selTS+`}`, "{{target}} {{scenario}}")))
+}
+
+// Server is the server-and-GPU dashboard.
+func Server() *dashboard.DashboardBuilder {
+	return base("headroom-server", "headroom / Server & GPU",
+		"What the inference servers and their GPUs report about themselves.").
+		WithPanel(series("Requests", "Running and waiting requests from the engine's own metrics.", "short",
+			q(`headroom_target_requests{`+selT+`}`, "{{target}} {{state}}"))).
+		WithPanel(series("KV-cache usage", "Share of the KV cache in use.", "percentunit",
+			q(`headroom_target_kv_cache_usage_ratio{`+selT+`}`, "{{target}}"))).
+		WithPanel(series("GPU power", "Power draw per GPU, and its enforced limit.", "watt",
+			q(`headroom_gpu_power_watts{`+selT+`}`, "{{target}} GPU {{gpu}}"),
+			q(`headroom_gpu_power_limit_watts{`+selT+`}`, "limit GPU {{gpu}}"))).
+		WithPanel(series("Energy per token", "Energy of a target's GPUs per generated token over 5 minutes.", "J",
+			q(`headroom_energy_joules_per_token{`+selT+`}`, "{{target}}"))).
+		WithPanel(series("Metrics endpoint up", "1 when headroom could read the server's own /metrics.", "short",
+			q(`headroom_target_up{`+selT+`}`, "{{target}}")))
+}
+
+// All returns every dashboard by file name.
+func All() map[string]*dashboard.DashboardBuilder {
+	return map[string]*dashboard.DashboardBuilder{
+		"capacity.json": Capacity(),
+		"latency.json":  Latency(),
+		"server.json":   Server(),
+	}
+}
+
+// JSON builds a dashboard and returns its JSON as committed.
+func JSON(b *dashboard.DashboardBuilder) ([]byte, error) {
+	d, err := b.Build()
+	if err != nil {
+		return nil, fmt.Errorf("build dashboard: %w", err)
+	}
+	out, err := json.MarshalIndent(d, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return append(out, '\n'), nil
+}

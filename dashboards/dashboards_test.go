@@ -1,0 +1,98 @@
+package dashboards
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"regexp"
+	"testing"
+
+	"github.com/grafana/grafana-foundation-sdk/go/cog"
+	"github.com/grafana/grafana-foundation-sdk/go/cog/plugins"
+	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
+)
+
+func TestCommittedJSONMatchesGenerator(t *testing.T) {
+	for name, b := range All() {
+		want, err := JSON(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, want) {
+			t.Errorf("%s drifted from the generator: run go generate ./dashboards", name)
+		}
+	}
+}
+
+func TestDashboardsAreValid(t *testing.T) {
+	plugins.RegisterDefaultPlugins()
+	metricRE := regexp.MustCompile(`headroom[_:][a-z0-9_:]+`)
+	rateRE := regexp.MustCompile(`(rate|increase)\([^\[]*\[([^\]]+)\]`)
+	contract := contractNames(t)
+	for name := range All() {
+		raw, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := &dashboard.Dashboard{}
+		if err := d.UnmarshalJSONStrict(raw); failed(err) {
+			t.Fatalf("%s: strict unmarshal: %v", name, err)
+		}
+		if err := d.Validate(); failed(err) {
+			t.Fatalf("%s: validate: %v", name, err)
+		}
+		for _, p := range d.Panels {
+			panel := p.Panel
+			if panel == nil {
+				continue // rows
+			}
+			title := ""
+			if panel.Title != nil {
+				title = *panel.Title
+			}
+			if panel.Description == nil || *panel.Description == "" {
+				t.Errorf("%s: panel %q has no description", name, title)
+			}
+			if panel.FieldConfig == nil || panel.FieldConfig.Defaults.Unit == nil {
+				t.Errorf("%s: panel %q has no unit", name, title)
+			}
+		}
+		for _, m := range rateRE.FindAllStringSubmatch(string(raw), -1) {
+			if m[2] != "$__rate_interval" {
+				t.Errorf("%s: %s over [%s], want [$__rate_interval]", name, m[1], m[2])
+			}
+		}
+		for _, m := range metricRE.FindAllString(string(raw), -1) {
+			base := regexp.MustCompile(`_(bucket|count|sum)$`).ReplaceAllString(m, "")
+			if !contract[base] && !contract[m] {
+				t.Errorf("%s: %s is not in DESIGN.md's metric contract", name, m)
+			}
+		}
+	}
+}
+
+// failed reads the SDK's errors, which come back as a typed-nil
+// cog.BuildErrors inside a non-nil error interface when there are none.
+func failed(err error) bool {
+	var be cog.BuildErrors
+	if errors.As(err, &be) {
+		return len(be) > 0
+	}
+	return err != nil
+}
+
+func contractNames(t *testing.T) map[string]bool {
+	b, err := os.ReadFile("../../shared/DESIGN.md")
+	if err != nil {
+		t.Skipf("DESIGN.md not beside the checkout: %v", err)
+	}
+	names := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^\| (headroom_[a-z0-9_]+) \|`).FindAllStringSubmatch(string(b), -1) {
+		names[m[1]] = true
+	}
+	return names
+}

@@ -192,15 +192,23 @@ func (c *Config) Validate() error {
 			bad("power.dcgm_url", "%v", err)
 		}
 	}
-	seen := map[string]bool{}
-	for i, t := range c.Targets {
-		p := fmt.Sprintf("targets[%d]", i)
-		if !nameRE.MatchString(t.Name) {
-			bad(p+".name", "must match [a-zA-Z0-9_-]+, got %q", t.Name)
-		} else if seen[t.Name] {
-			bad(p+".name", "duplicate target %q", t.Name)
+	// unique checks a list's names: label-safe and not repeated.
+	unique := func(list, kind string) func(i int, name string) string {
+		seen := map[string]bool{}
+		return func(i int, name string) string {
+			p := fmt.Sprintf("%s[%d]", list, i)
+			if !nameRE.MatchString(name) {
+				bad(p+".name", "must match [a-zA-Z0-9_-]+, got %q", name)
+			} else if seen[name] {
+				bad(p+".name", "duplicate %s %q", kind, name)
+			}
+			seen[name] = true
+			return p
 		}
-		seen[t.Name] = true
+	}
+	targetName := unique("targets", "target")
+	for i, t := range c.Targets {
+		p := targetName(i, t.Name)
 		if err := checkURL(t.URL); err != nil {
 			bad(p+".url", "%v", err)
 		} else if err := checkURL(t.MetricsURL); err != nil {
@@ -219,13 +227,9 @@ func (c *Config) Validate() error {
 		}
 	}
 	scen := map[string]bool{}
+	scenarioName := unique("scenarios", "scenario")
 	for i, s := range c.Scenarios {
-		p := fmt.Sprintf("scenarios[%d]", i)
-		if !nameRE.MatchString(s.Name) {
-			bad(p+".name", "must match [a-zA-Z0-9_-]+, got %q", s.Name)
-		} else if scen[s.Name] {
-			bad(p+".name", "duplicate scenario %q", s.Name)
-		}
+		p := scenarioName(i, s.Name)
 		scen[s.Name] = true
 		if s.InputTokens < 16 {
 			bad(p+".input_tokens", "must be at least 16, got %d", s.InputTokens)
@@ -243,15 +247,9 @@ func (c *Config) Validate() error {
 			bad(p+".cache", "must be cold or warm, got %q", s.Cache)
 		}
 	}
-	uc := map[string]bool{}
+	useCaseName := unique("use_cases", "use case")
 	for i, u := range c.UseCases {
-		p := fmt.Sprintf("use_cases[%d]", i)
-		if !nameRE.MatchString(u.Name) {
-			bad(p+".name", "must match [a-zA-Z0-9_-]+, got %q", u.Name)
-		} else if uc[u.Name] {
-			bad(p+".name", "duplicate use case %q", u.Name)
-		}
-		uc[u.Name] = true
+		p := useCaseName(i, u.Name)
 		if !scen[u.Scenario] {
 			bad(p+".scenario", "no scenario named %q", u.Scenario)
 		}

@@ -48,21 +48,28 @@ type httpCounter struct {
 
 func (c *httpCounter) Templated() bool { return c.templated }
 
+// postJSON posts a JSON body to the endpoint, with its API key if any. The
+// caller closes the body.
+func postJSON(ctx context.Context, ep Endpoint, path string, body []byte) (*http.Response, string, error) {
+	url := strings.TrimRight(ep.BaseURL, "/") + path
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return nil, url, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if ep.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+ep.APIKey)
+	}
+	resp, err := ep.Client.Do(req)
+	return resp, url, err
+}
+
 func (c *httpCounter) Count(ctx context.Context, text string) (int, error) {
 	b, err := json.Marshal(c.shape.body(c.api, c.model, text))
 	if err != nil {
 		return 0, err
 	}
-	url := strings.TrimRight(c.ep.BaseURL, "/") + c.shape.path
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(b))
-	if err != nil {
-		return 0, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if c.ep.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+c.ep.APIKey)
-	}
-	resp, err := c.ep.Client.Do(req)
+	resp, url, err := postJSON(ctx, c.ep, c.shape.path, b)
 	if err != nil {
 		return 0, fmt.Errorf("tokenize %s: %w", url, err)
 	}
@@ -142,16 +149,7 @@ func (c usageCounter) Count(ctx context.Context, text string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	url := strings.TrimRight(c.ep.BaseURL, "/") + Path(c.api)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(b))
-	if err != nil {
-		return 0, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if c.ep.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+c.ep.APIKey)
-	}
-	resp, err := c.ep.Client.Do(req)
+	resp, url, err := postJSON(ctx, c.ep, Path(c.api), b)
 	if err != nil {
 		return 0, fmt.Errorf("count tokens %s: %w", url, err)
 	}

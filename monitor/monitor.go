@@ -116,8 +116,11 @@ type target struct {
 	apiKey    string
 	keyErr    error
 	prober    *probe.Prober
-	cancel    context.CancelFunc
-	wg        sync.WaitGroup
+	// sem is the global in-flight cap this loop was started under: a reload
+	// that replaces the monitor's releases nothing into the wrong channel.
+	sem    chan struct{}
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
 
 	mu       sync.Mutex
 	load     engine.Load
@@ -138,7 +141,7 @@ func (a *loadAcc) add(v float64) {
 
 func newTarget(m *Monitor, tc config.Target, cfg *config.Config) *target {
 	key, err := tc.APIKey()
-	t := &target{m: m, cfg: tc, scenarios: cfg.Scenarios, budget: cfg.ProbeBudget, scrapeInt: cfg.EngineScrapeInterval,
+	t := &target{m: m, cfg: tc, scenarios: cfg.Scenarios, budget: cfg.ProbeBudget, scrapeInt: cfg.EngineScrapeInterval, sem: m.sem,
 		apiKey: key, keyErr: err,
 		load: engine.Load{Running: math.NaN(), Waiting: math.NaN(), KVUsage: math.NaN()}}
 	engineName := tc.Engine
@@ -240,14 +243,14 @@ func (t *target) probeLoop(ctx context.Context) {
 		}
 		sc, _ := scenario(t.scenarios, name)
 		select {
-		case t.m.sem <- struct{}{}:
+		case t.sem <- struct{}{}:
 		case <-ctx.Done():
 			return
 		}
 		start := time.Now()
 		s, ok := t.probeOnce(ctx, sc)
 		end := time.Now()
-		<-t.m.sem
+		<-t.sem
 		if ctx.Err() != nil {
 			return // shutdown or reload: a cut-short probe is no measurement
 		}

@@ -215,3 +215,40 @@ func TestCheckConfig(t *testing.T) {
 		t.Errorf("check-config on a good file exited %d, want 0", code)
 	}
 }
+
+// TestReloadChangingInFlightCap reloads with another max_in_flight while
+// probes run: every loop must stop and restart without hanging.
+func TestReloadChangingInFlightCap(t *testing.T) {
+	t.Setenv("HEADROOM_TEST_API_KEY", "sk-test")
+	simSrv := startTinySim(t, 20)
+	cfgFile := filepath.Join(t.TempDir(), "headroom.yml")
+	write := func(cap int) {
+		if err := os.WriteFile(cfgFile, []byte(testConfig(simSrv.URL, "short")+fmt.Sprintf("max_in_flight: %d\n", cap)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(1)
+	base, _ := startDaemon(t, cfgFile)
+	ttft := `headroom_probe_ttft_seconds{scenario=short,target=sim}`
+	for _, c := range []int{2, 1, 3} {
+		before := scrape(t, base)[ttft]
+		write(c)
+		done := make(chan error, 1)
+		go func() {
+			resp, err := http.Post(base+"/-/reload", "", nil)
+			if err == nil {
+				resp.Body.Close()
+			}
+			done <- err
+		}()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(20 * time.Second):
+			t.Fatal("reload hung")
+		}
+		waitFor(t, "probes after the reload", func() bool { return scrape(t, base)[ttft] > before })
+	}
+}

@@ -12,15 +12,16 @@ import (
 	"github.com/headroom-dev/headroom/power"
 )
 
+// readTimeout bounds one read of the power source, inside a scrape.
+const readTimeout = 3 * time.Second
+
 // Power exports GPU power, energy and limits, and energy per generated token.
 // It reads its source at scrape time, as node_exporter's collectors do.
 type Power struct {
-	logger  *slog.Logger
-	source  func() power.Source
-	gpuMap  func() map[string]string // GPU index or UUID -> target
-	tokens  func() map[string]float64
-	now     func() time.Time
-	timeout time.Duration
+	logger *slog.Logger
+	source func() power.Source
+	gpuMap func() map[string]string // GPU index or UUID -> target
+	tokens func() map[string]float64
 
 	mu       sync.Mutex
 	perToken *power.PerToken
@@ -33,7 +34,7 @@ type Power struct {
 // targets; tokens gives each target's cumulative generation tokens.
 func NewPower(logger *slog.Logger, source func() power.Source, gpuMap func() map[string]string, tokens func() map[string]float64) *Power {
 	l := []string{"gpu", "uuid", "target"}
-	return &Power{logger: logger, source: source, gpuMap: gpuMap, tokens: tokens, now: time.Now, timeout: 3 * time.Second,
+	return &Power{logger: logger, source: source, gpuMap: gpuMap, tokens: tokens,
 		perToken: power.NewPerToken(5 * time.Minute),
 		watts:    prometheus.NewDesc("headroom_gpu_power_watts", "GPU power draw.", l, nil),
 		joules:   prometheus.NewDesc("headroom_gpu_energy_joules_total", "GPU energy consumed since the driver loaded.", l, nil),
@@ -55,7 +56,7 @@ func (c *Power) Collect(ch chan<- prometheus.Metric) {
 	if src == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
 	defer cancel()
 	readings, err := src.Read(ctx)
 	c.mu.Lock()
@@ -92,7 +93,7 @@ func (c *Power) Collect(ch chan<- prometheus.Metric) {
 		}
 	}
 	tokens := c.tokens()
-	now := c.now()
+	now := time.Now()
 	for target, j := range energy {
 		tok, ok := tokens[target]
 		if !ok {

@@ -291,13 +291,3 @@ func checkURL(raw string) error {
 	}
 	return nil
 }
-
-// Scenario returns the scenario with the given name.
-func (c *Config) Scenario(name string) (Scenario, bool) {
-	for _, s := range c.Scenarios {
-		if s.Name == name {
-			return s, true
-		}
-	}
-	return Scenario{}, false
-}

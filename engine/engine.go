@@ -148,20 +148,6 @@ func value(m *dto.Metric) float64 {
 	return math.NaN()
 }
 
-// rankKey groups series by data-parallel rank. Tensor-parallel ranks of one
-// data-parallel group report the same scheduler, so they are counted once.
-func rankKey(m *dto.Metric) (dp string, tp string) {
-	for _, l := range m.GetLabel() {
-		switch l.GetName() {
-		case "dp_rank":
-			dp = l.GetValue()
-		case "tp_rank":
-			tp = l.GetValue()
-		}
-	}
-	return dp, tp
-}
-
 // perGroup takes one value per (series minus tp_rank): the max across tensor
 // ranks, so a series repeated per tensor rank is not double counted.
 func perGroup(mf *dto.MetricFamily) []float64 {

@@ -2,6 +2,7 @@ package monitor
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"math"
 	"net/http"
@@ -187,8 +188,8 @@ func (t *target) scrape(ctx context.Context) (engine.Load, bool) {
 	ctx, cancel := context.WithTimeout(ctx, max(2*time.Second, t.scrapeInt))
 	defer cancel()
 	l, err := engine.Scrape(ctx, t.m.client, t.cfg.MetricsURL, t.apiKey, t.cfg.Engine)
-	if ctx.Err() != nil && err != nil && errorsIsCanceled(ctx) {
-		return engine.Load{}, false
+	if err != nil && errors.Is(ctx.Err(), context.Canceled) {
+		return engine.Load{}, false // cut short by shutdown or reload: no news about the target
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -210,10 +211,6 @@ func (t *target) scrape(ctx context.Context) (engine.Load, bool) {
 		t.inFlight.add(l.InFlight())
 	}
 	return l, true
-}
-
-func errorsIsCanceled(ctx context.Context) bool {
-	return context.Cause(ctx) == context.Canceled || ctx.Err() == context.Canceled
 }
 
 func (t *target) scrapeLoop(ctx context.Context) {

@@ -46,6 +46,3 @@ func (p *PerToken) Observe(target string, t time.Time, joules, tokens float64) f
 	}
 	return math.NaN()
 }
-
-// Forget drops a target's history.
-func (p *PerToken) Forget(target string) { delete(p.history, target) }

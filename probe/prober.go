@@ -118,8 +118,7 @@ func (p *Prober) Probe(ctx context.Context, sc Scenario) Result {
 	}
 	pctx, cancel := context.WithTimeout(ctx, sc.Timeout)
 	defer cancel()
-	res := Run(pctx, Endpoint{BaseURL: p.ep.BaseURL, APIKey: p.ep.APIKey, Client: p.ep.Client},
-		Request{API: p.api, Model: model, Prompt: PromptText(nonce, words), MaxTokens: sc.OutputTokens, Extra: extra})
+	res := Run(pctx, p.ep, Request{API: p.api, Model: model, Prompt: PromptText(nonce, words), MaxTokens: sc.OutputTokens, Extra: extra})
 	if res.Outcome != Success && res.Outcome != ShortOutput {
 		return res
 	}

@@ -14,8 +14,6 @@ import (
 // Counter counts the prompt tokens a server will see for a prompt text.
 type Counter interface {
 	Count(ctx context.Context, text string) (int, error)
-	// Templated reports whether the count includes the chat template.
-	Templated() bool
 }
 
 // tokenizeShape is one engine's tokenize endpoint.
@@ -39,14 +37,11 @@ var shapes = []tokenizeShape{
 }
 
 type httpCounter struct {
-	ep        Endpoint
-	api       string
-	model     string
-	shape     tokenizeShape
-	templated bool
+	ep    Endpoint
+	api   string
+	model string
+	shape tokenizeShape
 }
-
-func (c *httpCounter) Templated() bool { return c.templated }
 
 // postJSON posts a JSON body to the endpoint, with its API key if any. The
 // caller closes the body.
@@ -123,7 +118,7 @@ func DetectCounter(ctx context.Context, ep Endpoint, api, model, engine string) 
 		if engine != "auto" && engine != s.name && !(engine == "nim" && s.name == "vllm") {
 			continue
 		}
-		c := &httpCounter{ep: ep, api: api, model: model, shape: s, templated: s.name == "vllm" || api == "completions"}
+		c := &httpCounter{ep: ep, api: api, model: model, shape: s}
 		if _, err := c.Count(ctx, "probe"); err != nil {
 			errs = append(errs, err)
 			continue
@@ -140,8 +135,6 @@ type usageCounter struct {
 	ep         Endpoint
 	api, model string
 }
-
-func (c usageCounter) Templated() bool { return true }
 
 func (c usageCounter) Count(ctx context.Context, text string) (int, error) {
 	q := Request{API: c.api, Model: c.model, Prompt: text, MaxTokens: 1}

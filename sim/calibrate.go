@@ -5,9 +5,10 @@ import (
 	"sort"
 )
 
-// free parameters of the fit, all in log space so they stay positive.
-var fitNames = []string{"step_base", "decode_per_seq", "decode_exp", "decode_per_kv", "prefill_per_token", "prefill_attn", "overhead", "kv_capacity", "chunk_budget"}
-
+// toParams maps the fit's free parameters, all in log space so they stay
+// positive, onto a profile: step_base, decode_per_seq, decode_exp,
+// decode_per_kv, prefill_per_token, prefill_attn, overhead, kv_capacity,
+// chunk_budget.
 func toParams(x []float64, r Report) Params {
 	e := func(i int) float64 { return math.Exp(x[i]) }
 	return Params{
@@ -42,7 +43,7 @@ func initial(r Report) []float64 {
 // Loss is the fit's objective for a report: weighted squared log errors of
 // every judged figure plus the capacity-like figures.
 func Loss(p Params, r Report) float64 {
-	cells := map[[4]int]Cell{}
+	cells := cellCache{}
 	loss := 0.0
 	for _, f := range r.Figures {
 		w := map[string]float64{"key": 3, "table": 1, "info": 0.2}[f.Kind]
@@ -59,7 +60,7 @@ func Loss(p Params, r Report) float64 {
 	// At a report's capacity limit the use case sits on its threshold: the
 	// margin there is the most direct statement of the limit and cheap to fit.
 	for _, u := range r.UseCases {
-		m := u.Margin(cellAt(p, u.Context, u.Output, int(math.Round(u.Capacity)), cells))
+		m := u.Margin(cells.get(p, u.Context, u.Output, int(math.Round(u.Capacity)), false))
 		if u.Capped {
 			m = math.Min(0, m)
 		}
@@ -76,9 +77,9 @@ func Loss(p Params, r Report) float64 {
 // in log space. evals bounds the work; the result is deterministic.
 func Calibrate(r Report, evals int) (Params, float64) {
 	f := func(x []float64) float64 { return Loss(toParams(x, r), r) }
-	x, fx := nelderMead(f, initial(r), 0.7, evals)
+	x, _ := nelderMead(f, initial(r), 0.7, evals)
 	// A restart from the optimum escapes the simplex collapsing early.
-	x, fx = nelderMead(f, x, 0.3, evals/2)
+	x, fx := nelderMead(f, x, 0.3, evals/2)
 	return toParams(x, r), fx
 }
 
@@ -145,14 +146,4 @@ func nelderMead(f func([]float64) float64, x0 []float64, step float64, evals int
 	}
 	sort.Slice(simplex, func(i, j int) bool { return simplex[i].f < simplex[j].f })
 	return simplex[0].x, simplex[0].f
-}
-
-func cellAt(p Params, context, output, n int, cells map[[4]int]Cell) Cell {
-	key := [4]int{context, output, n, 0}
-	c, ok := cells[key]
-	if !ok {
-		c = Closed(p, context, output, n)
-		cells[key] = c
-	}
-	return c
 }

@@ -1,10 +1,5 @@
 package sim
 
-import (
-	"math"
-	"sort"
-)
-
 // Cell is what a benchmark measures at one context length and concurrency:
 // means over every request of the cell.
 type Cell struct {
@@ -13,8 +8,6 @@ type Cell struct {
 	TTFT, E2E, ITL, Decode       float64 // seconds, seconds, seconds, tok/s per user
 	Throughput                   float64 // system output tok/s
 	QueueWait, Prefill           float64 // seconds, prompt tok/s per user
-	Watts                        float64 // mean draw of all GPUs
-	TTFTs                        []float64
 }
 
 type reqState struct {
@@ -48,7 +41,6 @@ func run(p Params, context, output int, initial int, total int) Cell {
 			r.last = t
 		case Finished:
 			ttft := r.first - r.start
-			c.TTFTs = append(c.TTFTs, ttft)
 			c.TTFT += ttft
 			c.E2E += r.last - r.start
 			if output > 1 && r.last > r.first {
@@ -78,7 +70,6 @@ func run(p Params, context, output int, initial int, total int) Cell {
 	if d := e.QueueCount - q0; d > 0 {
 		c.QueueWait = (e.QueueSum - qs0) / d
 	}
-	c.Watts = e.Energy / e.Now()
 	return c
 }
 
@@ -122,15 +113,4 @@ func Limit(maxN int, margin func(n int) float64) (limit float64, capped bool) {
 		return 0, false
 	}
 	return float64(lo) + mLo/(mLo-mHi), false
-}
-
-// Percentile of xs (p in 0..100), nearest rank.
-func Percentile(xs []float64, p float64) float64 {
-	if len(xs) == 0 {
-		return math.NaN()
-	}
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	i := int(math.Ceil(p/100*float64(len(s)))) - 1
-	return s[max(0, min(i, len(s)-1))]
 }

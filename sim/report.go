@@ -95,25 +95,31 @@ func Tolerance(kind string) float64 {
 	return 0
 }
 
-// Simulate computes a figure's value with the given parameters. cells caches
-// runs shared by several figures.
-func Simulate(p Params, f Figure, cells map[[4]int]Cell) float64 {
+// cellCache keeps the runs that several figures of one report share.
+type cellCache map[[4]int]Cell
+
+func (cc cellCache) get(p Params, context, output, n int, burst bool) Cell {
 	mode := 0
-	if f.Mode == "burst" {
+	if burst {
 		mode = 1
 	}
-	key := [4]int{f.Context, f.Output, f.N, mode}
-	c, ok := cells[key]
-	if !ok {
-		if mode == 1 {
-			c = Burst(p, f.Context, f.Output, f.N)
-		} else {
-			c = Closed(p, f.Context, f.Output, f.N)
-		}
-		if cells != nil {
-			cells[key] = c
-		}
+	key := [4]int{context, output, n, mode}
+	if c, ok := cc[key]; ok {
+		return c
 	}
+	var c Cell
+	if burst {
+		c = Burst(p, context, output, n)
+	} else {
+		c = Closed(p, context, output, n)
+	}
+	cc[key] = c
+	return c
+}
+
+// Simulate computes a figure's value with the given parameters.
+func Simulate(p Params, f Figure, cells cellCache) float64 {
+	c := cells.get(p, f.Context, f.Output, f.N, f.Mode == "burst")
 	switch f.Metric {
 	case "ttft":
 		return c.TTFT

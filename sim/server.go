@@ -38,7 +38,6 @@ type Server struct {
 type liveReq struct {
 	events    chan event
 	submitted float64
-	first     float64
 	last      float64
 }
 
@@ -65,9 +64,6 @@ func NewServer(p Profile, timeScale float64, metricsStyle string) *Server {
 
 // Handler is the HTTP API.
 func (s *Server) Handler() http.Handler { return s.handler }
-
-// Profile is the server's profile.
-func (s *Server) Profile() Profile { return s.profile }
 
 // vnow is the virtual time now.
 func (s *Server) vnow() float64 { return time.Since(s.start).Seconds() * s.scale }
@@ -122,7 +118,7 @@ func (s *Server) Run(ctx context.Context) {
 			s.queue.Observe(t)
 			return
 		case FirstToken:
-			lr.first, lr.last = t, t
+			lr.last = t
 			s.ttft.Observe(t - lr.submitted)
 		case Token:
 			s.itl.Observe(t - lr.last)

@@ -28,7 +28,7 @@ func figureName(f Figure) string {
 // compares each figure: key findings within 10%, capacity-table figures within
 // 20%, capacity limits within 15% or 1 request, whichever is larger.
 func Validate(p Params, r Report) []Check {
-	cells := map[[4]int]Cell{}
+	cells := cellCache{}
 	var out []Check
 	for _, f := range r.Figures {
 		v := Simulate(p, f, cells)

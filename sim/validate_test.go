@@ -43,6 +43,21 @@ func TestValidateGolden(t *testing.T) {
 	}
 }
 
+// TestDocShowsGolden keeps the table in docs/simulator.md the one a run produced.
+func TestDocShowsGolden(t *testing.T) {
+	golden, err := os.ReadFile("testdata/validate.golden")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile("../docs/simulator.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(doc, golden) {
+		t.Error("docs/simulator.md does not contain sim/testdata/validate.golden: copy the table again")
+	}
+}
+
 func TestProfilesCoverEveryReport(t *testing.T) {
 	rs, _ := Reports()
 	for _, r := range rs {

@@ -86,7 +86,6 @@ type daemon struct {
 	reg    *prometheus.Registry
 	mon    *monitor.Monitor
 	store  *capacity.Store
-	now    func() time.Time
 
 	reloadOK   prometheus.Gauge
 	reloadTime prometheus.Gauge
@@ -114,7 +113,6 @@ func newDaemon(logger *slog.Logger, load func() (*config.Config, error)) (*daemo
 	reg.MustRegister(d.reloadOK, d.reloadTime)
 	probes := collector.NewProbes(reg)
 	d.store = capacity.NewStore()
-	d.now = time.Now
 	d.mon = monitor.New(logger, probes, storeRecorder{d.store})
 	d.power = openPower(logger, cfg.Power)
 	reg.MustRegister(collector.NewTargets(d.mon.Status), collector.NewCapacity(d.useCases, d.estimates),
@@ -284,7 +282,7 @@ func (d *daemon) useCases() []capacity.UseCase {
 // estimates evaluates every target and use case of the running configuration.
 func (d *daemon) estimates() []capacity.Estimate {
 	cfg := d.config()
-	now := d.now()
+	now := time.Now()
 	loads := map[string]float64{}
 	for _, s := range d.mon.Status() {
 		l := math.NaN()

@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/headroom-dev/headroom/config"
+	"github.com/headroom-dev/headroom/internal/contract"
 	"github.com/headroom-dev/headroom/sim"
 )
 
@@ -153,6 +154,18 @@ func TestServeProbesAndReloads(t *testing.T) {
 		if m[k] < 1 {
 			t.Errorf("%s = %v, want >= 1", k, m[k])
 		}
+	}
+	// Every headroom_ series on the page is in DESIGN.md's contract (or the one
+	// additive reload timestamp, named in the closing note).
+	if names, err := contract.Names("../../../shared/DESIGN.md"); err == nil {
+		for k := range m {
+			name := k[:strings.Index(k, "{")]
+			if strings.HasPrefix(name, "headroom_") && !contract.Has(names, name) && name != "headroom_config_last_reload_success_timestamp_seconds" {
+				t.Errorf("%s is not in DESIGN.md's metric contract", name)
+			}
+		}
+	} else if !os.IsNotExist(err) {
+		t.Fatal(err)
 	}
 	if in := m[`headroom_probe_input_tokens{scenario=short,target=sim}`]; in < 512*0.99 || in > 512*1.01 {
 		t.Errorf("input tokens %v, want 512 ± 1%%", in)

@@ -11,12 +11,17 @@ import (
 // chunk_budget.
 func toParams(x []float64, r Report) Params {
 	e := func(i int) float64 { return math.Exp(x[i]) }
+	accounting := math.Min(1.2, math.Max(0.5, e(9)))
+	if r.StreamThroughput {
+		accounting = 0 // not used: see Report.StreamThroughput
+	}
 	return Params{
 		StepBase: e(0), DecodePerSeq: e(1), DecodeExp: math.Min(1.5, e(2)), DecodePerKV: e(3),
 		PrefillPerToken: e(4), PrefillAttn: e(5), Overhead: e(6),
-		KVCapacity:  int(math.Max(300_000, e(7))),
-		ChunkBudget: int(math.Max(256, math.Min(65536, e(8)))),
-		MaxBatch:    512, GPUs: max(1, r.GPUs), IdleWatts: 0.12 * r.TDPWatts, MaxWatts: 0.9 * r.TDPWatts,
+		KVCapacity:           int(math.Max(300_000, e(7))),
+		ChunkBudget:          int(math.Max(256, math.Min(65536, e(8)))),
+		ThroughputAccounting: accounting,
+		MaxBatch:             512, FrontendPerRequest: e(11), DecodeLinear: e(12), PrefillSlots: int(math.Round(math.Max(1, math.Min(256, e(10))))), GPUs: max(1, r.GPUs), IdleWatts: 0.12 * r.TDPWatts, MaxWatts: 0.9 * r.TDPWatts,
 	}
 }
 
@@ -36,12 +41,13 @@ func initial(r Report) []float64 {
 	step := 1 / dec1
 	return []float64{
 		math.Log(0.5 * step), math.Log(0.4 * step), math.Log(0.7), math.Log(5e-9),
-		math.Log(2.5e-5), math.Log(3e-10), math.Log(math.Max(0.005, 0.6*ttft1)), math.Log(1e6), math.Log(8192),
+		math.Log(2.5e-5), math.Log(3e-10), math.Log(math.Max(0.005, 0.6*ttft1)), math.Log(1e6), math.Log(8192), 0, math.Log(4), math.Log(1e-3), math.Log(2e-5),
 	}
 }
 
 // Loss is the fit's objective for a report: weighted squared log errors of
-// every judged figure plus the capacity-like figures.
+// every judged figure (key findings weigh most, info figures pull a little),
+// of each use case's capacity limit and of each safe queue depth.
 func Loss(p Params, r Report) float64 {
 	cells := cellCache{}
 	loss := 0.0
@@ -50,21 +56,30 @@ func Loss(p Params, r Report) float64 {
 		if f.Note != "" || w == 0 {
 			continue
 		}
-		v := Simulate(p, f, cells)
+		v := Simulate(p, r, f, cells)
 		if !(v > 0) {
 			return math.Inf(1)
 		}
 		d := math.Log(v / f.Value)
 		loss += w * d * d
 	}
-	// At a report's capacity limit the use case sits on its threshold: the
-	// margin there is the most direct statement of the limit and cheap to fit.
+	// A capacity limit is where a use case's margin crosses zero: estimate
+	// that crossing from the margins at the limit and 30% above it, so the fit
+	// weighs the error in requests, as validation judges it.
 	for _, u := range r.UseCases {
-		m := u.Margin(cells.get(p, u.Context, u.Output, int(math.Round(u.Capacity)), false))
-		if u.Capped {
-			m = math.Min(0, m)
+		n1 := int(math.Round(u.Capacity))
+		n2 := n1 + max(1, int(math.Round(0.3*u.Capacity)))
+		m1 := u.Margin(cells.get(p, u.Context, u.Output, n1, false))
+		m2 := u.Margin(cells.get(p, u.Context, u.Output, n2, false))
+		cross := 4 * u.Capacity
+		if m1 > m2 {
+			cross = math.Min(cross, math.Max(0.5, float64(n1)+m1/(m1-m2)*float64(n2-n1)))
 		}
-		loss += 4 * m * m
+		if u.Capped {
+			cross = math.Min(cross, u.Capacity)
+		}
+		d := math.Log(cross / u.Capacity)
+		loss += 4 * d * d
 	}
 	for _, q := range r.SafeQueue {
 		d := math.Log(math.Max(0.5, SafeDepth(p, q)) / q.Depth)
@@ -77,10 +92,21 @@ func Loss(p Params, r Report) float64 {
 // in log space. evals bounds the work; the result is deterministic.
 func Calibrate(r Report, evals int) (Params, float64) {
 	f := func(x []float64) float64 { return Loss(toParams(x, r), r) }
-	x, _ := nelderMead(f, initial(r), 0.7, evals)
-	// A restart from the optimum escapes the simplex collapsing early.
-	x, fx := nelderMead(f, x, 0.3, evals/2)
-	return toParams(x, r), fx
+	var best []float64
+	bestF := math.Inf(1)
+	// Scheduling is the most discrete choice: start once from first come first
+	// served prefill and once from a wave prefilling side by side.
+	for _, slots := range []float64{1, 16} {
+		x0 := initial(r)
+		x0[10] = math.Log(slots)
+		x, _ := nelderMead(f, x0, 0.7, evals)
+		// A restart from the optimum escapes the simplex collapsing early.
+		x, fx := nelderMead(f, x, 0.3, evals/2)
+		if fx < bestF {
+			best, bestF = x, fx
+		}
+	}
+	return toParams(best, r), bestF
 }
 
 func nelderMead(f func([]float64) float64, x0 []float64, step float64, evals int) ([]float64, float64) {

@@ -15,16 +15,34 @@ type Params struct {
 	MaxBatch    int `json:"max_batch"`
 	KVCapacity  int `json:"kv_capacity_tokens"`
 	ChunkBudget int `json:"chunk_budget_tokens"` // prefill tokens per engine step
-	// Step time = StepBase + DecodePerSeq*decoding^DecodeExp + DecodePerKV*(KV tokens read)
+	// Step time = StepBase + DecodePerSeq*decoding^DecodeExp + DecodeLinear*decoding
+	//           + DecodePerKV*(KV tokens read)
 	//           + sum over prefill chunks of n*(PrefillPerToken + PrefillAttn*(position + n/2)).
-	StepBase        float64 `json:"step_base_s"`
-	DecodePerSeq    float64 `json:"decode_per_seq_s"`
-	DecodeExp       float64 `json:"decode_exp"`
+	StepBase     float64 `json:"step_base_s"`
+	DecodePerSeq float64 `json:"decode_per_seq_s"`
+	DecodeExp    float64 `json:"decode_exp"`
+	// DecodeLinear is the per-sequence cost that does not amortise (compute,
+	// tensor-parallel all-reduce): a MoE's decode step first grows slowly with
+	// the batch as its experts are all loaded, then linearly.
+	DecodeLinear    float64 `json:"decode_linear_s"`
 	DecodePerKV     float64 `json:"decode_per_kv_token_s"`
 	PrefillPerToken float64 `json:"prefill_per_token_s"`
 	PrefillAttn     float64 `json:"prefill_attn_s"`
 	// Overhead is per-request latency outside the GPU (HTTP, tokenizing, scheduling).
 	Overhead float64 `json:"overhead_s"`
+	// FrontendPerRequest is the part of that overhead one request at a time
+	// goes through (an API server's single event loop): bursts queue on it.
+	FrontendPerRequest float64 `json:"frontend_per_request_s"`
+	// PrefillSlots is how many requests share a step's chunk budget, evenly,
+	// oldest first: 1 prefills strictly first come first served (vLLM's
+	// scheduler); more lets a wave of arrivals prefill side by side, so their
+	// first tokens all come late.
+	PrefillSlots int `json:"prefill_slots"`
+	// ThroughputAccounting is not the server's: it is the ratio between the
+	// system throughput a report states and the rate its own per-request
+	// latencies imply (reports 000-002 state ~0.8 of it, at one request as at
+	// ten), so that a replay counts throughput as the report's client did.
+	ThroughputAccounting float64 `json:"throughput_accounting,omitempty"`
 	// Power model: IdleWatts when idle, up to MaxWatts per GPU at full load.
 	GPUs      int     `json:"gpus"`
 	IdleWatts float64 `json:"idle_watts"`
@@ -49,6 +67,11 @@ type Emit func(id int64, kind EventKind, t float64)
 // ErrTooLong means a request can never fit in the KV cache.
 var ErrTooLong = errors.New("request exceeds the KV-cache capacity")
 
+type chunk struct {
+	s *seq
+	n int
+}
+
 type seq struct {
 	id          int64
 	prompt, out int
@@ -66,6 +89,9 @@ type Engine struct {
 	waiting []*seq
 	running []*seq
 	kvUsed  int
+	chunks  []chunk // scratch for Step
+	// frontFree is when the front end is next free to take a request.
+	frontFree float64
 
 	// Cumulative counters in the manner of an engine's /metrics.
 	QueueCount, QueueSum    float64
@@ -100,7 +126,8 @@ func (e *Engine) Submit(id int64, prompt, output int) error {
 	if prompt+output > e.P.KVCapacity {
 		return ErrTooLong
 	}
-	e.pending = append(e.pending, &seq{id: id, prompt: prompt, out: output, enqueue: e.now + e.P.Overhead, kv: prompt + output})
+	e.frontFree = math.Max(e.frontFree, e.now) + e.P.FrontendPerRequest
+	e.pending = append(e.pending, &seq{id: id, prompt: prompt, out: output, enqueue: e.frontFree + e.P.Overhead, kv: prompt + output})
 	return nil
 }
 
@@ -158,33 +185,36 @@ func (e *Engine) Step(emit Emit) float64 {
 	var decoding, kvRead int
 	prefill := 0.0
 	budget := e.P.ChunkBudget
-	type chunk struct {
-		s *seq
-		n int
+	slots := max(1, e.P.PrefillSlots)
+	np := 0
+	for _, s := range e.running {
+		if s.prefilled < s.prompt {
+			np++
+		}
 	}
-	var chunks [8]chunk
-	nc := 0
+	share := max(1, budget/max(1, min(np, slots)))
+	chunks := e.chunks[:0]
 	for _, s := range e.running {
 		if s.prefilled == s.prompt {
 			decoding++
 			kvRead += s.prompt + s.generated
 			continue
 		}
-		if budget == 0 || nc == len(chunks) {
+		if budget == 0 || len(chunks) == slots {
 			continue
 		}
-		n := min(s.prompt-s.prefilled, budget)
+		n := min(s.prompt-s.prefilled, budget, share)
 		budget -= n
 		prefill += float64(n) * (e.P.PrefillPerToken + e.P.PrefillAttn*(float64(s.prefilled)+float64(n)/2))
-		chunks[nc] = chunk{s, n}
-		nc++
+		chunks = append(chunks, chunk{s, n})
 	}
-	if decoding == 0 && nc == 0 {
+	e.chunks = chunks
+	if decoding == 0 && len(chunks) == 0 {
 		return 0
 	}
 	dt := e.P.StepBase + prefill
 	if decoding > 0 {
-		dt += e.P.DecodePerSeq*math.Pow(float64(decoding), e.P.DecodeExp) + e.P.DecodePerKV*float64(kvRead)
+		dt += e.P.DecodePerSeq*math.Pow(float64(decoding), e.P.DecodeExp) + e.P.DecodeLinear*float64(decoding) + e.P.DecodePerKV*float64(kvRead)
 	}
 	e.now += dt
 	e.BusyTime += dt
@@ -215,7 +245,7 @@ func (e *Engine) Step(emit Emit) float64 {
 		kept = append(kept, s)
 	}
 	e.running = kept
-	for _, c := range chunks[:nc] {
+	for _, c := range chunks {
 		c.s.prefilled += c.n
 		e.PromptTokens += float64(c.n)
 		if c.s.prefilled == c.s.prompt {

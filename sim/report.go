@@ -60,6 +60,10 @@ type Report struct {
 	Figures        []Figure        `json:"figures"`
 	UseCases       []UseCaseFigure `json:"use_cases"`
 	SafeQueue      []SafeQueue     `json:"safe_queue,omitempty"`
+	// StreamThroughput is true where the report defines system throughput as
+	// the sum of its streams' decode speeds (003, 004) rather than output
+	// tokens per second of wall time (000-002).
+	StreamThroughput bool `json:"stream_throughput,omitempty"`
 }
 
 // Reports returns the embedded reference reports' data, ordered by file.
@@ -118,7 +122,7 @@ func (cc cellCache) get(p Params, context, output, n int, burst bool) Cell {
 }
 
 // Simulate computes a figure's value with the given parameters.
-func Simulate(p Params, f Figure, cells cellCache) float64 {
+func Simulate(p Params, r Report, f Figure, cells cellCache) float64 {
 	c := cells.get(p, f.Context, f.Output, f.N, f.Mode == "burst")
 	switch f.Metric {
 	case "ttft":
@@ -132,6 +136,12 @@ func Simulate(p Params, f Figure, cells cellCache) float64 {
 	case "prefill":
 		return c.Prefill
 	case "throughput":
+		if r.StreamThroughput {
+			return c.Decode * float64(f.N)
+		}
+		if p.ThroughputAccounting > 0 {
+			return c.Throughput * p.ThroughputAccounting
+		}
 		return c.Throughput
 	case "queue":
 		return c.QueueWait

@@ -31,7 +31,7 @@ func Validate(p Params, r Report) []Check {
 	cells := cellCache{}
 	var out []Check
 	for _, f := range r.Figures {
-		v := Simulate(p, f, cells)
+		v := Simulate(p, r, f, cells)
 		e := v/f.Value - 1
 		tol := Tolerance(f.Kind)
 		c := Check{Name: figureName(f), Kind: f.Kind, Report: f.Value, Simulated: v, Err: e, Note: f.Note}

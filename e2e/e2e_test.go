@@ -271,7 +271,7 @@ func get(t *testing.T, u string, v any) {
 }
 
 // start runs a process for the test's lifetime, its output in a log file,
-// and waits until its listen address (the flag's value) accepts connections.
+// and waits until it is ready at its listen address (the flag's value).
 func start(t *testing.T, logPath, bin string, args ...string) {
 	t.Helper()
 	log, err := os.Create(logPath)
@@ -301,14 +301,20 @@ func start(t *testing.T, logPath, bin string, args ...string) {
 			addr = v
 		}
 	}
+	// Both answer /-/ready with 200 once they serve; Prometheus listens
+	// earlier and answers 503 until its storage is up.
 	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
-		if c, err := net.Dial("tcp", addr); err == nil {
-			c.Close()
+		resp, err := http.Get("http://" + addr + "/-/ready")
+		if err != nil {
+			continue
+		}
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
 			return
 		}
 	}
 	b, _ := os.ReadFile(logPath)
-	t.Fatalf("%s did not listen on %s:\n%s", bin, addr, tail(b, 2000))
+	t.Fatalf("%s not ready on %s:\n%s", bin, addr, tail(b, 2000))
 }
 
 // freePort returns a loopback address nothing listens on right now.

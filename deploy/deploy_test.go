@@ -2,7 +2,8 @@ package deploy
 
 import (
 	"bytes"
-	"context"
+	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -84,7 +85,7 @@ func checkObjects(t *testing.T, rendered []byte) map[string]int {
 	for {
 		var doc map[string]any
 		if err := dec.Decode(&doc); err != nil {
-			if err.Error() == "EOF" {
+			if errors.Is(err, io.EOF) {
 				break
 			}
 			t.Fatalf("rendered YAML: %v", err)
@@ -211,7 +212,7 @@ func TestCompose(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := opts.LoadProject(context.Background())
+	p, err := opts.LoadProject(t.Context())
 	if err != nil {
 		t.Fatalf("load compose.yaml: %v", err)
 	}

@@ -8,7 +8,8 @@ import (
 // toParams maps the fit's free parameters, all in log space so they stay
 // positive, onto a profile: step_base, decode_per_seq, decode_exp,
 // decode_per_kv, prefill_per_token, prefill_attn, overhead, kv_capacity,
-// chunk_budget.
+// chunk_budget, throughput_accounting, prefill_slots, frontend_per_request,
+// decode_linear.
 func toParams(x []float64, r Report) Params {
 	e := func(i int) float64 { return math.Exp(x[i]) }
 	accounting := math.Min(1.2, math.Max(0.5, e(9)))
@@ -21,7 +22,10 @@ func toParams(x []float64, r Report) Params {
 		KVCapacity:           int(math.Max(300_000, e(7))),
 		ChunkBudget:          int(math.Max(256, math.Min(65536, e(8)))),
 		ThroughputAccounting: accounting,
-		MaxBatch:             512, FrontendPerRequest: e(11), DecodeLinear: e(12), PrefillSlots: int(math.Round(math.Max(1, math.Min(256, e(10))))), GPUs: max(1, r.GPUs), IdleWatts: 0.12 * r.TDPWatts, MaxWatts: 0.9 * r.TDPWatts,
+		PrefillSlots:         int(math.Round(math.Max(1, math.Min(256, e(10))))),
+		FrontendPerRequest:   e(11),
+		DecodeLinear:         e(12),
+		MaxBatch:             512, GPUs: max(1, r.GPUs), IdleWatts: 0.12 * r.TDPWatts, MaxWatts: 0.9 * r.TDPWatts,
 	}
 }
 

@@ -16,7 +16,7 @@ type reqState struct {
 
 // run drives an engine in virtual time until every request is done: initial
 // requests at once, then one more as each finishes until total were sent.
-func run(p Params, context, output int, initial, total int) Cell {
+func run(p Params, context, output, initial, total int) Cell {
 	e := NewEngine(p)
 	st := map[int64]*reqState{}
 	var id int64
@@ -31,16 +31,9 @@ func run(p Params, context, output int, initial, total int) Cell {
 		submit()
 	}
 	c := Cell{Context: context, Output: output, Concurrency: initial}
-	var queued, queueSum float64
 	emit := func(rid int64, k EventKind, t float64) {
 		r := st[rid]
-		if k == Finished && submitted < total {
-			defer submit()
-		}
 		switch k {
-		case Admitted:
-			queued++
-			queueSum += t
 		case FirstToken:
 			r.first, r.last = t, t
 		case Token:
@@ -56,6 +49,9 @@ func run(p Params, context, output int, initial, total int) Cell {
 			c.Prefill += float64(context) / ttft
 			c.Requests++
 			delete(st, rid)
+			if submitted < total {
+				submit()
+			}
 		}
 	}
 	for !e.Idle() {
@@ -70,8 +66,8 @@ func run(p Params, context, output int, initial, total int) Cell {
 	c.Decode /= n
 	c.Prefill /= n
 	c.Throughput = float64(c.Requests*output) / e.Now()
-	if queued > 0 {
-		c.QueueWait = queueSum / queued
+	if e.QueueCount > 0 {
+		c.QueueWait = e.QueueSum / e.QueueCount
 	}
 	return c
 }
@@ -84,9 +80,7 @@ const Rounds = 2
 
 // Closed runs a closed loop: exactly n requests in flight, each finished request
 // replaced at once, Rounds requests per slot.
-func Closed(p Params, context, output, n int) Cell {
-	return run(p, context, output, n, n*Rounds)
-}
+func Closed(p Params, context, output, n int) Cell { return run(p, context, output, n, n*Rounds) }
 
 // Burst sends n requests at once and nothing after (report 004's queue mode).
 func Burst(p Params, context, output, n int) Cell { return run(p, context, output, n, n) }

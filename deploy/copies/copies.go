@@ -5,6 +5,7 @@ package copies
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -66,7 +67,7 @@ func PrometheusRule(rules []byte) ([]byte, error) {
 		return nil, fmt.Errorf("parse rules: %w", err)
 	}
 	if len(doc.Content) != 1 {
-		return nil, fmt.Errorf("parse rules: want one YAML document")
+		return nil, errors.New("parse rules: want one YAML document")
 	}
 	spec := doc.Content[0]
 	spec.HeadComment = ""

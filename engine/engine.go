@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 
 	dto "github.com/prometheus/client_model/go"
@@ -26,6 +27,9 @@ type Load struct {
 	QueueCount, QueueSum float64
 	PromptTokens         float64 // cumulative
 	GenerationTokens     float64 // cumulative
+	// TimeScale is the virtual seconds per wall second a time-scaled
+	// `headroom sim` declares on headroom_sim_info; 1 for a real server.
+	TimeScale float64
 }
 
 // InFlight is running + waiting, NaN when either is unknown.
@@ -97,10 +101,25 @@ func Parse(r io.Reader, engine string) (Load, error) {
 		Running: gauge(mfs, d.running), Waiting: gauge(mfs, d.waiting), KVUsage: mean(mfs, d.kv),
 		PromptTokens: counter(mfs, d.prompt), GenerationTokens: counter(mfs, d.generated)}
 	l.QueueCount, l.QueueSum = histogram(mfs, d.queue)
+	l.TimeScale = timeScale(mfs)
 	if d.custom != nil {
 		d.custom(mfs, &l)
 	}
 	return l, nil
+}
+
+func timeScale(mfs map[string]*dto.MetricFamily) float64 {
+	if mf, ok := mfs["headroom_sim_info"]; ok && len(mf.GetMetric()) > 0 {
+		for _, lp := range mf.GetMetric()[0].GetLabel() {
+			if lp.GetName() != "time_scale" {
+				continue
+			}
+			if v, err := strconv.ParseFloat(lp.GetValue(), 64); err == nil && v > 0 {
+				return v
+			}
+		}
+	}
+	return 1
 }
 
 func pick(mfs map[string]*dto.MetricFamily, engine string) (dialect, bool) {

@@ -25,6 +25,8 @@ func TestParseEngines(t *testing.T) {
 		{"trtllm-triton.prom", "trtllm", Load{Running: 6, Waiting: 3, KVUsage: 0.25, QueueCount: nan, QueueSum: nan, PromptTokens: nan, GenerationTokens: nan}},
 		{"trtllm-serve.prom", "trtllm", Load{Running: nan, Waiting: nan, KVUsage: nan, QueueCount: 7, QueueSum: 0.7, PromptTokens: nan, GenerationTokens: nan}},
 		{"nim.prom", "nim", Load{Running: 5, Waiting: 1, KVUsage: 0.4, QueueCount: nan, QueueSum: nan, PromptTokens: 100, GenerationTokens: 50}},
+		// headroom sim declares its time scale; its times are virtual.
+		{"sim.prom", "vllm", Load{Running: 3, Waiting: 1, KVUsage: 0.5, QueueCount: 4, QueueSum: 2, PromptTokens: 4096, GenerationTokens: 512, TimeScale: 20}},
 	}
 	same := func(a, b float64) bool { return a == b || math.IsNaN(a) && math.IsNaN(b) || math.Abs(a-b) < 1e-9 }
 	for _, tc := range tests {
@@ -42,9 +44,12 @@ func TestParseEngines(t *testing.T) {
 				t.Errorf("engine %q, want %q", got.Engine, tc.engine)
 			}
 			w := tc.want
+			if w.TimeScale == 0 {
+				w.TimeScale = 1
+			}
 			if !same(got.Running, w.Running) || !same(got.Waiting, w.Waiting) || !same(got.KVUsage, w.KVUsage) ||
 				!same(got.QueueCount, w.QueueCount) || !same(got.QueueSum, w.QueueSum) ||
-				!same(got.PromptTokens, w.PromptTokens) || !same(got.GenerationTokens, w.GenerationTokens) {
+				!same(got.PromptTokens, w.PromptTokens) || !same(got.GenerationTokens, w.GenerationTokens) || got.TimeScale != w.TimeScale {
 				t.Errorf("got  %+v\nwant %+v", got, w)
 			}
 		})

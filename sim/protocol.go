@@ -1,5 +1,7 @@
 package sim
 
+import "github.com/headroom-dev/headroom/capacity"
+
 // Cell is what a benchmark measures at one context length and concurrency:
 // means over every request of the cell.
 type Cell struct {
@@ -85,34 +87,9 @@ func Closed(p Params, context, output, n int) Cell { return run(p, context, outp
 // Burst sends n requests at once and nothing after (report 004's queue mode).
 func Burst(p Params, context, output, n int) Cell { return run(p, context, output, n, n) }
 
-// Limit finds the largest concurrency in 1..maxN at which margin(n) >= 0
-// (exponential search, then bisection), interpolated linearly on the margin
-// between the last passing and the first failing level. capped is true when
-// no level up to maxN fails.
+// Limit finds the largest concurrency in 1..maxN at which margin(n) >= 0, as
+// capacity.Search does for a benchmark.
 func Limit(maxN int, margin func(n int) float64) (limit float64, capped bool) {
-	lo, hi := 0, 0
-	mLo, mHi := 1.0, 0.0
-	for n := 1; ; n = min(2*n, maxN) {
-		m := margin(n)
-		if m < 0 {
-			hi, mHi = n, m
-			break
-		}
-		lo, mLo = n, m
-		if n == maxN {
-			return float64(maxN), true
-		}
-	}
-	for hi-lo > 1 {
-		mid := (lo + hi) / 2
-		if m := margin(mid); m >= 0 {
-			lo, mLo = mid, m
-		} else {
-			hi, mHi = mid, m
-		}
-	}
-	if lo == 0 {
-		return 0, false
-	}
-	return float64(lo) + mLo/(mLo-mHi), false
+	limit, capped, _ = capacity.Search(maxN, func(n int) (float64, error) { return margin(n), nil })
+	return limit, capped
 }

@@ -325,11 +325,13 @@ func (s *Server) completions(api string) http.HandlerFunc {
 			write(chunk(map[string]any{"choices": []any{map[string]any{"index": 0, "delta": map[string]any{"role": "assistant", "content": ""}, "finish_reason": nil}}}))
 		}
 		n := 0
-		s.wait(r.Context(), id, lr, func(ev event) {
-			if ev.kind == FirstToken || ev.kind == Token {
-				write(chunk(map[string]any{"choices": []any{choice(api, words[n%len(words)], nil, true)}}))
+		s.wait(r.Context(), id, lr, func(tokens int) {
+			var b []byte
+			for range tokens {
+				b = append(b, words[n%len(words)]...)
 				n++
 			}
+			write(chunk(map[string]any{"choices": []any{choice(api, string(b), nil, true)}}))
 		})
 		if r.Context().Err() != nil {
 			return
@@ -345,21 +347,40 @@ func (s *Server) completions(api string) http.HandlerFunc {
 	}
 }
 
-// wait delivers a request's events until it finishes or the client leaves.
-func (s *Server) wait(ctx context.Context, id int64, lr *liveReq, each func(event)) {
+// wait delivers a request's tokens until it finishes or the client leaves.
+// Tokens already waiting are delivered together, as one chunk, the way vLLM
+// merges the tokens of several steps when its client falls behind: a
+// time-scaled simulator would otherwise owe one write per token per step.
+func (s *Server) wait(ctx context.Context, id int64, lr *liveReq, each func(tokens int)) {
 	for {
+		var ev event
 		select {
 		case <-ctx.Done():
 			s.cancel(id)
 			return
-		case ev := <-lr.events:
-			if ev.kind == Finished {
-				return
-			}
-			if each != nil {
-				each(ev)
+		case ev = <-lr.events:
+		}
+		tokens := 0
+		deliver := func() {
+			if tokens > 0 && each != nil {
+				each(tokens)
 			}
 		}
+		for more := true; more; {
+			switch ev.kind {
+			case FirstToken, Token:
+				tokens++
+			case Finished:
+				deliver()
+				return
+			}
+			select {
+			case ev = <-lr.events:
+			default:
+				more = false
+			}
+		}
+		deliver()
 	}
 }
 

@@ -43,6 +43,7 @@ func run(args []string) int {
 	serve := newServeCmd(app, s, logCfg)
 	demo := newDemoCmd(app, s, logCfg)
 	sim := newSimCmd(app, logCfg)
+	bench := newBenchCmd(app, logCfg)
 	check := app.Command("check-config", "Validate a configuration file; errors name the field's path.")
 	checkFile := check.Arg("file", "configuration file").Required().String()
 	app.Command("version", "Print version, revision and Go version.")
@@ -57,6 +58,8 @@ func run(args []string) int {
 		return serve.run()
 	case demo.cmd.FullCommand():
 		return demo.run()
+	case bench.cmd.FullCommand():
+		return bench.run()
 	case check.FullCommand():
 		return checkConfig(*checkFile)
 	case "version":

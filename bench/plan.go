@@ -1,0 +1,237 @@
+package bench
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/headroom-dev/headroom/config"
+)
+
+// DefaultRounds is how many requests each slot of a closed loop serves when no
+// request count or duration is given: the reference reports' protocol as the
+// simulator reproduces it (sim.Rounds).
+const DefaultRounds = 2
+
+// DefaultConcurrency is reports 000 and 001's ladder.
+var DefaultConcurrency = []int{1, 2, 4, 6, 8, 10}
+
+// Plan is what a sweep measures.
+type Plan struct {
+	Contexts    []int `json:"contexts"`
+	Concurrency []int `json:"concurrency"`
+	Output      int   `json:"output_tokens"`
+	// RequestsPerCell fixes a closed-loop cell's request count; 0 gives
+	// DefaultRounds per slot. CellDuration > 0 runs each cell for that long
+	// (virtual seconds) instead.
+	RequestsPerCell int     `json:"requests_per_cell,omitempty"`
+	CellDuration    float64 `json:"cell_duration_s,omitempty"`
+	// Warmup requests are sent alone before the first cell of each context and
+	// output length and discarded: they size the prompt and warm the server.
+	Warmup int `json:"warmup"`
+	// Burst sizes (report 004's queue mode) at every context; their safe queue
+	// depth is the largest burst whose mean TTFT stays within BurstTTFTMax.
+	Burst        []int   `json:"burst,omitempty"`
+	BurstTTFTMax float64 `json:"burst_ttft_max_s,omitempty"`
+	// Search narrows each use case's limit with extra cells, up to SearchMax.
+	Search    bool      `json:"search"`
+	SearchMax int       `json:"search_max,omitempty"`
+	UseCases  []UseCase `json:"use_cases"`
+}
+
+// UseCase is a use case's thresholds at its scenario's context and output length.
+type UseCase struct {
+	Name      string  `json:"name"`
+	Context   int     `json:"context"`
+	Output    int     `json:"output"`
+	Statistic string  `json:"statistic"`
+	TTFTMax   float64 `json:"ttft_max_s,omitempty"`
+	E2EMax    float64 `json:"e2e_max_s,omitempty"`
+	ITLMax    float64 `json:"itl_max_s,omitempty"`
+	DecodeMin float64 `json:"decode_min_tps,omitempty"`
+}
+
+// UseCases takes the config's use cases at their scenarios' lengths.
+func UseCases(c *config.Config) []UseCase {
+	var out []UseCase
+	for _, u := range c.UseCases {
+		for _, s := range c.Scenarios {
+			if s.Name == u.Scenario {
+				out = append(out, UseCase{Name: u.Name, Context: s.InputTokens, Output: s.OutputTokens, Statistic: u.Statistic,
+					TTFTMax: u.TTFTMax.Seconds(), E2EMax: u.E2EMax.Seconds(), ITLMax: u.ITLMax.Seconds(), DecodeMin: u.DecodeMinTPS})
+			}
+		}
+	}
+	return out
+}
+
+// Contexts are the config's scenario context lengths, ascending, once each.
+func Contexts(c *config.Config) []int {
+	var out []int
+	for _, s := range c.Scenarios {
+		out = append(out, s.InputTokens)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// Margin is the cell's smallest relative margin to the use case's thresholds,
+// the use case's statistic taken over the cell's requests: < 0 when one is breached.
+func (u UseCase) Margin(c *Cell) float64 {
+	m := math.Inf(1)
+	over := func(metric string, max float64) {
+		if max > 0 {
+			m = math.Min(m, (max-c.Stats[metric].Get(u.Statistic))/max)
+		}
+	}
+	over("ttft_s", u.TTFTMax)
+	over("e2e_s", u.E2EMax)
+	over("itl_s", u.ITLMax)
+	if u.DecodeMin > 0 {
+		m = math.Min(m, (c.Stats["decode_tps"].Get(u.Statistic)-u.DecodeMin)/u.DecodeMin)
+	}
+	if c.SuccessRate < 1 {
+		m = math.Min(m, c.SuccessRate-1) // a failing request breaks every SLO
+	}
+	return m
+}
+
+// Validate reports every problem of a plan.
+func (p Plan) Validate() error {
+	var errs []error
+	positive := func(name string, vs []int) {
+		if len(vs) == 0 {
+			errs = append(errs, fmt.Errorf("%s: at least one value needed", name))
+		}
+		for _, v := range vs {
+			if v < 1 {
+				errs = append(errs, fmt.Errorf("%s: %d is not a positive count", name, v))
+			}
+		}
+	}
+	positive("contexts", p.Contexts)
+	positive("concurrency", p.Concurrency)
+	if len(p.Burst) > 0 {
+		positive("burst", p.Burst)
+	}
+	if p.Output < 2 {
+		errs = append(errs, fmt.Errorf("output tokens: at least 2 needed (ITL needs two tokens), got %d", p.Output))
+	}
+	if p.RequestsPerCell < 0 || p.CellDuration < 0 || p.Warmup < 0 {
+		errs = append(errs, errors.New("requests per cell, cell duration and warm-up must not be negative"))
+	}
+	if p.Search && p.SearchMax < 2 {
+		errs = append(errs, fmt.Errorf("search: the highest concurrency must be at least 2, got %d", p.SearchMax))
+	}
+	return errors.Join(errs...)
+}
+
+// Cells lists the planned cells in the order they run: the grid of contexts x
+// concurrency, each use case's ladder where its output length is not the
+// grid's, then bursts. Search cells are decided as results come in.
+func (p Plan) Cells() []Key {
+	var out []Key
+	add := func(k Key) {
+		if !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	for _, ctx := range p.Contexts {
+		for _, n := range p.Concurrency {
+			add(Key{Mode: "closed", Context: ctx, Output: p.Output, Concurrency: n})
+		}
+	}
+	for _, u := range p.UseCases {
+		for _, n := range p.Concurrency {
+			add(Key{Mode: "closed", Context: u.Context, Output: u.Output, Concurrency: n})
+		}
+	}
+	for _, ctx := range p.Contexts {
+		for _, n := range p.Burst {
+			add(Key{Mode: "burst", Context: ctx, Output: p.Output, Concurrency: n})
+		}
+	}
+	return out
+}
+
+// Requests is how many requests a cell sends (0: as many as fit its duration).
+func (p Plan) Requests(k Key) int {
+	switch {
+	case k.Mode == "burst":
+		return k.Concurrency
+	case p.CellDuration > 0:
+		return 0
+	case p.RequestsPerCell > 0:
+		return p.RequestsPerCell
+	}
+	return DefaultRounds * k.Concurrency
+}
+
+// Assumed speeds for a dry run's duration estimate, before anything is measured.
+type Assumed struct {
+	PrefillTPS float64 // prompt tokens per second of the whole server
+	DecodeTPS  float64 // output tokens per second of one stream
+}
+
+// DefaultAssumed is mid-range among the reference reports' single-GPU figures.
+var DefaultAssumed = Assumed{PrefillTPS: 10000, DecodeTPS: 60}
+
+// Estimate is a cell's expected duration, from the assumed speeds: prefills
+// share the server, streams decode side by side.
+func (a Assumed) Estimate(p Plan, k Key) time.Duration {
+	if k.Mode == "closed" && p.CellDuration > 0 {
+		return time.Duration(p.CellDuration * float64(time.Second))
+	}
+	rounds := math.Ceil(float64(p.Requests(k)) / float64(k.Concurrency))
+	return time.Duration(rounds * a.round(k) * float64(time.Second))
+}
+
+// round is the seconds one request of each slot takes.
+func (a Assumed) round(k Key) float64 {
+	return float64(k.Concurrency*k.Context)/a.PrefillTPS + float64(k.Output)/a.DecodeTPS
+}
+
+// DryRun prints the cells a plan will run, the tokens it will send and its
+// expected duration; done cells (from a report being resumed) are marked.
+func DryRun(w io.Writer, p Plan, a Assumed, done func(Key) bool) {
+	var total time.Duration
+	var in, out, reqs int
+	fmt.Fprintf(w, "%-7s %8s %7s %6s %9s %10s  %s\n", "mode", "context", "output", "n", "requests", "expected", "")
+	for _, k := range p.Cells() {
+		d := a.Estimate(p, k)
+		n := p.Requests(k)
+		status := ""
+		if done != nil && done(k) {
+			status, d, n = "done (resumed)", 0, 0
+		}
+		if n == 0 && status == "" { // a duration per cell
+			n = int(math.Ceil(d.Seconds() / a.round(k) * float64(k.Concurrency)))
+		}
+		total += d
+		reqs += n
+		in += n * k.Context
+		out += n * k.Output
+		fmt.Fprintf(w, "%-7s %8d %7d %6d %9d %10s  %s\n", k.Mode, k.Context, k.Output, k.Concurrency, n, d.Round(time.Second), status)
+	}
+	warm := 0
+	if p.Warmup > 0 {
+		seen := map[[2]int]bool{}
+		for _, k := range p.Cells() {
+			if !seen[[2]int{k.Context, k.Output}] {
+				seen[[2]int{k.Context, k.Output}] = true
+				warm += p.Warmup
+				in += p.Warmup * k.Context
+				out += p.Warmup * k.Output
+			}
+		}
+	}
+	fmt.Fprintf(w, "\n%d cells, %d requests (+%d warm-up), %d prompt tokens, %d output tokens\n", len(p.Cells()), reqs, warm, in, out)
+	fmt.Fprintf(w, "expected duration: %s, assuming %.0f prompt tok/s per server and %.0f output tok/s per stream\n",
+		total.Round(time.Second), a.PrefillTPS, a.DecodeTPS)
+	if p.Search {
+		fmt.Fprintf(w, "plus the cells --search adds to narrow each use case's limit (up to concurrency %d)\n", p.SearchMax)
+	}
+}

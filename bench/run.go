@@ -1,0 +1,247 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/headroom-dev/headroom/capacity"
+	"github.com/headroom-dev/headroom/config"
+	"github.com/headroom-dev/headroom/engine"
+	"github.com/headroom-dev/headroom/power"
+	"github.com/headroom-dev/headroom/probe"
+)
+
+// Runner measures cells against one server with the daemon's probe code.
+type Runner struct {
+	Prober *probe.Prober
+	Cold   bool // a fresh nonce per prompt: no prefix-cache hits
+	// Scrape reads the server's own metrics (queue wait, time scale); nil: not read.
+	Scrape func(context.Context) (engine.Load, error)
+	Power  power.Source // nil: no power readings
+	Logger *slog.Logger
+	// Progress hears of every cell; nil: silent.
+	Progress *Progress
+	// Save persists the report after every cell, so a killed sweep resumes.
+	Save func(*Report) error
+
+	scale  float64
+	warmed map[[2]int]bool
+}
+
+// ErrOtherServer refuses to resume a report measured elsewhere.
+var ErrOtherServer = errors.New("report was measured against another server or time scale")
+
+// Run completes the report's plan: the cells it lacks, then, with Search, the
+// cells that narrow each use case's limit, saving after each. When ctx ends it
+// stops between cells' requests: finished cells stay in the report, the cell
+// cut short is dropped, and ctx's error is returned.
+func (r *Runner) Run(ctx context.Context, rep *Report) error {
+	r.scale, r.warmed = 1, map[[2]int]bool{}
+	if r.Scrape != nil {
+		l, err := r.Scrape(ctx)
+		switch {
+		case err != nil:
+			r.Logger.Warn("server metrics unreadable: no queue wait, time scale taken as 1", "err", err)
+		case l.TimeScale > 0:
+			r.scale = l.TimeScale
+		}
+	}
+	if len(rep.Cells) > 0 && rep.TimeScale != r.scale {
+		return fmt.Errorf("%w: report at time scale %g, server at %g", ErrOtherServer, rep.TimeScale, r.scale)
+	}
+	rep.TimeScale = r.scale
+	if r.scale != 1 {
+		r.Logger.Info("server is a time-scaled simulator: times and rates are reported in simulated time", "time_scale", r.scale)
+	}
+	if err := r.Prober.Prepare(ctx); err != nil {
+		return fmt.Errorf("prepare probes: %w", err)
+	}
+	rep.Target.Model = r.Prober.Model()
+	var todo []Key
+	for _, k := range rep.Plan.Cells() {
+		if _, ok := rep.Cell(k); !ok {
+			todo = append(todo, k)
+		}
+	}
+	r.Progress.Start(rep.Plan, todo)
+	for _, k := range todo {
+		if err := r.cell(ctx, rep, k); err != nil {
+			return err
+		}
+	}
+	if rep.Plan.Search {
+		for _, u := range rep.Plan.UseCases {
+			if err := r.search(ctx, rep, u); err != nil {
+				return err
+			}
+		}
+	}
+	rep.Complete = true
+	return r.save(rep)
+}
+
+// search narrows a use case's limit: exponential steps, then bisection,
+// measuring the levels the ladder lacks.
+func (r *Runner) search(ctx context.Context, rep *Report, u UseCase) error {
+	_, _, err := capacity.Search(rep.Plan.SearchMax, func(n int) (float64, error) {
+		k := Key{Mode: "closed", Context: u.Context, Output: u.Output, Concurrency: n}
+		c, ok := rep.Cell(k)
+		if !ok {
+			r.Progress.Extra(k)
+			if err := r.cell(ctx, rep, k); err != nil {
+				return 0, err
+			}
+			c, _ = rep.Cell(k)
+		}
+		return u.Margin(c), nil
+	})
+	return err
+}
+
+// cell measures one cell, warming its lengths first, and saves the report.
+func (r *Runner) cell(ctx context.Context, rep *Report, k Key) error {
+	if lengths := [2]int{k.Context, k.Output}; !r.warmed[lengths] && rep.Plan.Warmup > 0 {
+		for range rep.Plan.Warmup {
+			res := r.Prober.Probe(ctx, r.scenario(k))
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if res.Outcome != probe.Success {
+				r.Logger.Warn("warm-up request failed", "cell", k.String(), "result", res.Outcome, "err", res.Err)
+			}
+		}
+		r.warmed[lengths] = true
+	}
+	began := time.Now()
+	c, err := r.measure(ctx, rep.Plan, k)
+	if err != nil {
+		return err
+	}
+	rep.Cells = append(rep.Cells, c)
+	r.Progress.Done(k, time.Since(began))
+	return r.save(rep)
+}
+
+func (r *Runner) save(rep *Report) error {
+	rep.Updated = time.Now().UTC()
+	rep.Derive()
+	if r.Save == nil {
+		return nil
+	}
+	return r.Save(rep)
+}
+
+func (r *Runner) scenario(k Key) probe.Scenario {
+	sc := config.Scenario{InputTokens: k.Context, OutputTokens: k.Output}
+	// A loaded server takes longer: the limit grows with the requests ahead.
+	timeout := sc.ProbeTimeout() * time.Duration(1+k.Concurrency/4)
+	return probe.Scenario{Name: fmt.Sprintf("bench-%d", k.Context), InputTokens: k.Context, OutputTokens: k.Output,
+		Cold: r.Cold, Timeout: time.Duration(float64(timeout) / r.scale)}
+}
+
+// reading is the server's and the GPUs' counters at one moment.
+type reading struct {
+	load   engine.Load
+	loadOK bool
+	joules float64 // NaN: unknown
+}
+
+func (r *Runner) read(ctx context.Context) reading {
+	rd := reading{joules: math.NaN()}
+	if r.Scrape != nil {
+		l, err := r.Scrape(ctx)
+		rd.load, rd.loadOK = l, err == nil
+	}
+	if r.Power != nil {
+		if gpus, err := r.Power.Read(ctx); err == nil && len(gpus) > 0 {
+			rd.joules = 0
+			for _, g := range gpus {
+				rd.joules += g.Joules
+			}
+		}
+	}
+	return rd
+}
+
+// measure runs one cell: a closed loop keeping exactly k.Concurrency requests
+// in flight (each finished one replaced at once), or a burst of that many.
+func (r *Runner) measure(ctx context.Context, p Plan, k Key) (Cell, error) {
+	sc := r.scenario(k)
+	before := r.read(ctx)
+	total := int64(p.Requests(k))
+	wallLimit := time.Duration(p.CellDuration / r.scale * float64(time.Second))
+	var (
+		mu      sync.Mutex
+		results []probe.Result
+		taken   atomic.Int64
+		wg      sync.WaitGroup
+	)
+	start := time.Now()
+	for range k.Concurrency {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				if total > 0 && taken.Add(1) > total || total == 0 && time.Since(start) >= wallLimit {
+					return
+				}
+				res := r.Prober.Probe(ctx, sc)
+				mu.Lock()
+				results = append(results, res)
+				mu.Unlock()
+				if k.Mode == "burst" {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if ctx.Err() != nil {
+		return Cell{}, ctx.Err()
+	}
+	after := r.read(ctx)
+	return r.cellOf(k, start, results, before, after), nil
+}
+
+// cellOf turns a cell's probe results into its record, wall time into virtual.
+func (r *Runner) cellOf(k Key, start time.Time, results []probe.Result, before, after reading) Cell {
+	s := r.scale
+	c := Cell{Key: k, Failures: map[string]int{}}
+	end := start
+	for _, res := range results {
+		if res.Outcome != probe.Success {
+			c.Failures[string(res.Outcome)]++
+			if c.Failures[string(res.Outcome)] == 1 {
+				r.Logger.Warn("request failed", "cell", k.String(), "result", res.Outcome, "err", res.Err)
+			}
+			continue
+		}
+		if e := res.Start.Add(res.E2E); e.After(end) {
+			end = e
+		}
+		c.Requests = append(c.Requests, Request{
+			Start: res.Start.Sub(start).Seconds() * s, TTFT: res.TTFT.Seconds() * s, E2E: res.E2E.Seconds() * s,
+			ITL: res.ITL().Seconds() * s, Decode: res.DecodeTPS() / s, Prefill: res.PrefillTPS() / s,
+			PromptTokens: res.PromptTokens, OutputTokens: res.CompletionTokens})
+	}
+	if len(c.Failures) == 0 {
+		c.Failures = nil
+	}
+	c.Duration = end.Sub(start).Seconds() * s
+	// The engine's histograms and the GPUs' energy are already in its own
+	// (virtual) time: no scaling.
+	if before.loadOK && after.loadOK {
+		if dn := after.load.QueueCount - before.load.QueueCount; dn > 0 {
+			q := (after.load.QueueSum - before.load.QueueSum) / dn
+			c.Queue = &q
+		}
+	}
+	if j := after.joules - before.joules; !math.IsNaN(j) && j >= 0 {
+		c.Energy = &j
+	}
+	return c
+}

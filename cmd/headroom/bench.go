@@ -1,0 +1,254 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/alecthomas/kingpin/v2"
+	"github.com/prometheus/common/promslog"
+	"github.com/prometheus/common/version"
+
+	"github.com/headroom-dev/headroom/bench"
+	"github.com/headroom-dev/headroom/config"
+	"github.com/headroom-dev/headroom/engine"
+	"github.com/headroom-dev/headroom/probe"
+)
+
+type benchCmd struct {
+	cmd    *kingpin.CmdClause
+	logCfg *promslog.Config
+
+	target                        config.Target
+	configFile                    string
+	contexts, levels, burst       string
+	output, requests, warmup      int
+	cellDuration, burstTTFT       time.Duration
+	search                        bool
+	searchMax                     int
+	dryRun, warm                  bool
+	out                           string
+	assumedPrefill, assumedDecode float64
+}
+
+func newBenchCmd(app *kingpin.Application, logCfg *promslog.Config) *benchCmd {
+	c := &benchCmd{logCfg: logCfg}
+	c.cmd = app.Command("bench", "Run the capacity sweep against a server and write its report (JSON, CSV, Markdown, HTML).")
+	c.cmd.Flag("url", "Base URL of the OpenAI-compatible API.").Default("http://127.0.0.1:8000").StringVar(&c.target.URL)
+	c.cmd.Flag("api", "chat or completions.").Default("chat").EnumVar(&c.target.API, "chat", "completions")
+	c.cmd.Flag("model", "Model to ask for; empty: the first the server lists.").StringVar(&c.target.Model)
+	c.cmd.Flag("api-key-file", "File holding the API key (never printed).").StringVar(&c.target.APIKeyFile)
+	c.cmd.Flag("api-key-env", "Environment variable holding the API key (never printed).").StringVar(&c.target.APIKeyEnv)
+	c.cmd.Flag("metrics-url", "The server's own /metrics, for queue wait; empty: <url>/metrics.").StringVar(&c.target.MetricsURL)
+	c.cmd.Flag("engine", "Engine whose metric names to read: "+strings.Join(append([]string{"auto"}, engine.Engines()...), ", ")+", or none.").
+		Default("auto").StringVar(&c.target.Engine)
+	c.cmd.Flag("config.file", "Daemon config to take scenarios, use cases and the power source from; empty: the built-in defaults.").StringVar(&c.configFile)
+	c.cmd.Flag("contexts", "Comma-separated context lengths in tokens; empty: the config's scenarios.").StringVar(&c.contexts)
+	c.cmd.Flag("concurrency", "Comma-separated concurrency levels.").Default(joinInts(bench.DefaultConcurrency)).StringVar(&c.levels)
+	c.cmd.Flag("output-tokens", "Output tokens per request of the grid (use cases keep their own).").Default("1024").IntVar(&c.output)
+	c.cmd.Flag("requests-per-cell", "Requests per closed-loop cell; 0: two per slot.").Default("0").IntVar(&c.requests)
+	c.cmd.Flag("cell-duration", "Run each closed-loop cell this long instead of a request count (simulated time on a simulator).").DurationVar(&c.cellDuration)
+	c.cmd.Flag("warmup", "Requests sent alone and discarded before the first cell of each context and output length.").Default("1").IntVar(&c.warmup)
+	c.cmd.Flag("burst", "Comma-separated burst sizes: that many requests at once, nothing after (queue-depth mode).").StringVar(&c.burst)
+	c.cmd.Flag("burst.ttft-max", "Mean TTFT limit of the max safe queue depth.").Default("3s").DurationVar(&c.burstTTFT)
+	c.cmd.Flag("search", "Narrow each use case's limit with extra cells (exponential, then bisection).").BoolVar(&c.search)
+	c.cmd.Flag("search.max", "Highest concurrency the search tries.").Default("256").IntVar(&c.searchMax)
+	c.cmd.Flag("warm-cache", "Let prompts share a prefix cache (default: a fresh nonce per prompt).").BoolVar(&c.warm)
+	c.cmd.Flag("dry-run", "Print the cells, the tokens and the expected duration; send nothing.").BoolVar(&c.dryRun)
+	c.cmd.Flag("out", "Directory for report.json/.csv/.md/.html; an existing report.json there is resumed.").Default("bench-report").StringVar(&c.out)
+	c.cmd.Flag("assume.prefill-tps", "Dry run and ETA: assumed prompt tokens per second of the server.").Default("10000").Float64Var(&c.assumedPrefill)
+	c.cmd.Flag("assume.decode-tps", "Dry run and ETA: assumed output tokens per second of one stream.").Default("60").Float64Var(&c.assumedDecode)
+	return c
+}
+
+func joinInts(vs []int) string {
+	s := make([]string, len(vs))
+	for i, v := range vs {
+		s[i] = strconv.Itoa(v)
+	}
+	return strings.Join(s, ",")
+}
+
+func parseInts(flag, s string) ([]int, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || v < 1 {
+			return nil, fmt.Errorf("--%s: %q is not a positive integer", flag, f)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+// plan builds the sweep from the flags and the config file.
+func (c *benchCmd) plan() (bench.Plan, *config.Config, error) {
+	var cfg *config.Config
+	var err error
+	if c.configFile != "" {
+		cfg, err = config.Load(c.configFile)
+	} else {
+		cfg, err = config.Parse(nil)
+	}
+	if err != nil {
+		return bench.Plan{}, nil, err
+	}
+	p := bench.Plan{Output: c.output, RequestsPerCell: c.requests, CellDuration: c.cellDuration.Seconds(), Warmup: c.warmup,
+		BurstTTFTMax: c.burstTTFT.Seconds(), Search: c.search, SearchMax: c.searchMax, UseCases: bench.UseCases(cfg)}
+	var errs []error
+	if p.Contexts, err = parseInts("contexts", c.contexts); err != nil {
+		errs = append(errs, err)
+	} else if len(p.Contexts) == 0 {
+		p.Contexts = bench.Contexts(cfg)
+	}
+	if p.Concurrency, err = parseInts("concurrency", c.levels); err != nil {
+		errs = append(errs, err)
+	}
+	if p.Burst, err = parseInts("burst", c.burst); err != nil {
+		errs = append(errs, err)
+	}
+	errs = append(errs, p.Validate())
+	return p, cfg, errors.Join(errs...)
+}
+
+func (c *benchCmd) run() int {
+	logger := promslog.New(c.logCfg)
+	plan, cfg, err := c.plan()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "headroom bench:", err)
+		return 2
+	}
+	assumed := bench.Assumed{PrefillTPS: c.assumedPrefill, DecodeTPS: c.assumedDecode}
+	path := filepath.Join(c.out, "report.json")
+	prev, err := bench.Load(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		prev = nil
+	case err != nil:
+		fmt.Fprintln(os.Stderr, "headroom bench:", err)
+		return 1
+	}
+	if c.dryRun {
+		bench.DryRun(os.Stdout, plan, assumed, func(k bench.Key) bool {
+			if prev == nil {
+				return false
+			}
+			_, ok := prev.Cell(k)
+			return ok
+		})
+		return 0
+	}
+	key, err := c.target.APIKey()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "headroom bench:", err)
+		return 2
+	}
+	c.target.Name = "bench"
+	if c.target.MetricsURL == "" {
+		c.target.MetricsURL = strings.TrimRight(c.target.URL, "/") + "/metrics"
+	}
+	rep, err := c.report(prev, plan)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "headroom bench:", err)
+		return 1
+	}
+	if err := os.MkdirAll(c.out, 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, "headroom bench:", err)
+		return 1
+	}
+	client := probe.NewClient(false)
+	client.Transport.(*http.Transport).MaxIdleConnsPerHost = max(maxInt(plan.Concurrency), maxInt(plan.Burst), plan.SearchMax)
+	engineName := c.target.Engine
+	if engineName == "none" {
+		engineName = "auto"
+	}
+	r := &bench.Runner{
+		Prober:   probe.NewProber(probe.Endpoint{BaseURL: c.target.URL, APIKey: key, Client: client}, c.target.API, c.target.Model, engineName),
+		Cold:     !c.warm,
+		Logger:   logger,
+		Progress: &bench.Progress{W: os.Stderr, TTY: isTerminal(os.Stderr), Assumed: assumed},
+		Save:     func(rep *bench.Report) error { return rep.Save(path) },
+	}
+	if c.target.Engine != "none" {
+		metricsClient := &http.Client{Timeout: 10 * time.Second}
+		r.Scrape = func(ctx context.Context) (engine.Load, error) {
+			return engine.Scrape(ctx, metricsClient, c.target.MetricsURL, key, c.target.Engine)
+		}
+	}
+	if src := openPower(logger, cfg.Power); src != nil {
+		defer src.Close()
+		r.Power = src
+		rep.Power = cfg.Power.Source
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	runErr := r.Run(ctx, rep)
+	stop()
+	code := 0
+	switch {
+	case runErr == nil:
+	case errors.Is(runErr, context.Canceled):
+		logger.Warn("bench interrupted: finished cells kept; run the same command again to resume", "cells", len(rep.Cells), "report", path)
+		code = 130
+	default:
+		logger.Error("bench", "err", runErr)
+		code = 1
+	}
+	if len(rep.Cells) == 0 {
+		return max(code, 1)
+	}
+	if err := rep.WriteAll(c.out); err != nil {
+		logger.Error("write report", "err", err)
+		return 1
+	}
+	logger.Info("bench report written", "dir", c.out, "cells", len(rep.Cells), "complete", rep.Complete)
+	for _, l := range rep.Limits {
+		fmt.Printf("%-20s %s\n", l.UseCase, l)
+	}
+	return code
+}
+
+// report starts a new report or resumes prev when it measured the same server.
+func (c *benchCmd) report(prev *bench.Report, plan bench.Plan) (*bench.Report, error) {
+	t := bench.Target{URL: c.target.URL, API: c.target.API, Model: c.target.Model, Engine: c.target.Engine}
+	if prev == nil {
+		now := time.Now().UTC()
+		return &bench.Report{Schema: bench.Schema, Tool: toolVersion(), Started: now, Updated: now, Target: t, TimeScale: 1, Plan: plan}, nil
+	}
+	if prev.Target.URL != t.URL || prev.Target.API != t.API || (t.Model != "" && prev.Target.Model != t.Model) {
+		return nil, fmt.Errorf("%s/report.json measured %s (%s); give another --out for %s", c.out, prev.Target.URL, prev.Target.Model, t.URL)
+	}
+	prev.Plan, prev.Complete, prev.Tool = plan, false, toolVersion()
+	return prev, nil
+}
+
+func maxInt(vs []int) int {
+	m := 0
+	for _, v := range vs {
+		m = max(m, v)
+	}
+	return m
+}
+
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
+
+func toolVersion() string {
+	if version.Version == "" {
+		return "devel"
+	}
+	return version.Version
+}

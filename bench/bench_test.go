@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/headroom-dev/headroom/config"
 	"github.com/headroom-dev/headroom/engine"
 	"github.com/headroom-dev/headroom/probe"
 	"github.com/headroom-dev/headroom/sim"
@@ -266,5 +267,49 @@ func TestOutputsGolden(t *testing.T) {
 				t.Errorf("%s differs from %s (run with -update to accept):\n%s", name, golden, b.String())
 			}
 		})
+	}
+}
+
+// headroom bench against headroom sim with report 000's profile reproduces
+// that report's use-case guidance table within the simulator's tolerance.
+// The simulator runs 20x faster than real time: about 90 s of wall time.
+func TestReproducesReport000(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a whole sweep: about 90 s")
+	}
+	reports, err := sim.Reports()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want sim.Report
+	for _, r := range reports {
+		if strings.HasPrefix(r.File, "000") {
+			want = r
+		}
+	}
+	cfg, err := config.Parse(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := startSim(t, want.Profile, 20, nil)
+	p := Plan{Contexts: Contexts(cfg), Concurrency: DefaultConcurrency, Output: 1024, Warmup: 1, Search: true, SearchMax: 128,
+		UseCases: UseCases(cfg)}
+	rep := newReport(p)
+	if err := newRunner(ts.URL).Run(t.Context(), rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.TimeScale != 20 {
+		t.Errorf("time scale %g, want the simulator's 20", rep.TimeScale)
+	}
+	for _, u := range want.UseCases {
+		l, ok := rep.limitFor(u.Name)
+		if !ok {
+			t.Errorf("%s: no limit", u.Name)
+			continue
+		}
+		t.Logf("%-17s report %4.0f  bench %s", u.Name, u.Capacity, l)
+		if !sim.CapacityWithin(l.Capacity, u.Capacity, u.Capped, l.Capped) {
+			t.Errorf("%s: bench capacity %s, report %.0f: outside 15%% or 1 request", u.Name, l, u.Capacity)
+		}
 	}
 }

@@ -92,7 +92,7 @@ func (s *Server) RunLoad(ctx context.Context, pattern Pattern, mix []Shape, seed
 func (s *Server) user(ctx context.Context, r *rand.Rand, mix []Shape) {
 	for ctx.Err() == nil {
 		sh := pick(r, mix)
-		id, lr, err := s.submit(sh.Context, sh.Output)
+		id, lr, err := s.submit(s.vnow(), sh.Context, sh.Output)
 		if err != nil {
 			return
 		}

@@ -74,7 +74,7 @@ func (s *Server) wall(t float64) time.Time {
 }
 
 // submit enqueues a request and returns its event channel.
-func (s *Server) submit(prompt, output int) (int64, *liveReq, error) {
+func (s *Server) submit(arrived float64, prompt, output int) (int64, *liveReq, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.eng.Idle() {
@@ -85,7 +85,10 @@ func (s *Server) submit(prompt, output int) (int64, *liveReq, error) {
 	if err := s.eng.Submit(id, prompt, output); err != nil {
 		return 0, nil, err
 	}
-	lr := &liveReq{events: make(chan event, output+4), submitted: s.eng.Now()}
+	// A request that arrives mid-step waits for the step's end inside the
+	// engine, and that wait is part of its TTFT: time it from its arrival
+	// at the API server, parsing and tokenising included, as vLLM does.
+	lr := &liveReq{events: make(chan event, output+4), submitted: math.Min(arrived, s.eng.Now())}
 	s.live[id] = lr
 	select {
 	case s.wake <- struct{}{}:
@@ -245,6 +248,7 @@ var words = []string{"the ", "model ", "streams ", "tokens ", "back ", "to ", "a
 
 func (s *Server) completions(api string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		arrived := s.vnow()
 		var q completionRequest
 		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 64<<20)).Decode(&q); err != nil {
 			vllmError(w, http.StatusBadRequest, "invalid JSON body: "+err.Error())
@@ -279,7 +283,7 @@ func (s *Server) completions(api string) http.HandlerFunc {
 			vllmError(w, http.StatusBadRequest, fmt.Sprintf("This model's maximum context length is %d tokens. However, you requested %d tokens.", s.profile.Params.KVCapacity, prompt+output))
 			return
 		}
-		id, lr, err := s.submit(prompt, output)
+		id, lr, err := s.submit(arrived, prompt, output)
 		if err != nil {
 			vllmError(w, http.StatusBadRequest, err.Error())
 			return
@@ -324,14 +328,36 @@ func (s *Server) completions(api string) http.HandlerFunc {
 		if api == "chat" {
 			write(chunk(map[string]any{"choices": []any{map[string]any{"index": 0, "delta": map[string]any{"role": "assistant", "content": ""}, "finish_reason": nil}}}))
 		}
+		// Token chunks are the hot path of a time-scaled simulator: their
+		// JSON is spliced around the text rather than marshalled whole.
+		field := "text"
+		if api == "chat" {
+			field = "delta"
+		}
+		head, _ := json.Marshal(base)
+		prefix := append([]byte("data: "), head[:len(head)-1]...)
+		prefix = append(prefix, `,"choices":[{"index":0,"finish_reason":null,"`+field+`":`...)
+		if api == "chat" {
+			prefix = append(prefix, `{"content":`...)
+		}
+		suffix := "}]}\n\n"
+		if api == "chat" {
+			suffix = "}" + suffix
+		}
 		n := 0
+		var buf []byte
 		s.wait(r.Context(), id, lr, func(tokens int) {
-			var b []byte
+			var text []byte
 			for range tokens {
-				b = append(b, words[n%len(words)]...)
+				text = append(text, words[n%len(words)]...)
 				n++
 			}
-			write(chunk(map[string]any{"choices": []any{choice(api, string(b), nil, true)}}))
+			q, _ := json.Marshal(string(text))
+			buf = append(append(append(buf[:0], prefix...), q...), suffix...)
+			_, _ = w.Write(buf)
+			if fl != nil {
+				fl.Flush()
+			}
 		})
 		if r.Context().Err() != nil {
 			return

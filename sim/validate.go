@@ -42,16 +42,10 @@ func Validate(p Params, r Report) []Check {
 		}
 		out = append(out, c)
 	}
-	within := func(got, want float64, capped, gotCapped bool) bool {
-		if capped {
-			return gotCapped || got >= want*0.85
-		}
-		return math.Abs(got-want) <= math.Max(1, 0.15*want)
-	}
 	for _, u := range r.UseCases {
 		got, capped := CapacityLimit(p, u)
 		c := Check{Name: "capacity " + u.Name, Kind: "capacity", Report: u.Capacity, Simulated: got, Err: got/u.Capacity - 1,
-			Tolerance: "15% or 1", Judged: true, OK: within(got, u.Capacity, u.Capped, capped)}
+			Tolerance: "15% or 1", Judged: true, OK: CapacityWithin(got, u.Capacity, u.Capped, capped)}
 		if u.Capped {
 			c.Tolerance = fmt.Sprintf(">= %.0f (report: %.0f+)", u.Capacity*0.85, u.Capacity)
 		}
@@ -60,9 +54,18 @@ func Validate(p Params, r Report) []Check {
 	for _, q := range r.SafeQueue {
 		got := SafeDepth(p, q)
 		out = append(out, Check{Name: fmt.Sprintf("safe queue depth %dK TTFT<=%gs", q.Context/1024, q.TTFTMax), Kind: "capacity",
-			Report: q.Depth, Simulated: got, Err: got/q.Depth - 1, Tolerance: "15% or 1", Judged: true, OK: within(got, q.Depth, false, false)})
+			Report: q.Depth, Simulated: got, Err: got/q.Depth - 1, Tolerance: "15% or 1", Judged: true, OK: CapacityWithin(got, q.Depth, false, false)})
 	}
 	return out
+}
+
+// CapacityWithin is the tolerance of a capacity limit: 15% or 1 request,
+// whichever is larger; a report's "N+" (capped) needs at least 85% of N.
+func CapacityWithin(got, want float64, capped, gotCapped bool) bool {
+	if capped {
+		return gotCapped || got >= want*0.85
+	}
+	return math.Abs(got-want) <= math.Max(1, 0.15*want)
 }
 
 // PrintChecks writes the comparison table and reports whether all passed.

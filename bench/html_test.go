@@ -1,0 +1,112 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"image"
+	"image/png"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/chromedp"
+)
+
+// browser finds Debian's chromium (installed by .ci/run); without it the
+// test is skipped, except in CI where a missing browser is a failure.
+func browser(t *testing.T) string {
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal("CI: no chromium on PATH; .ci/run installs Debian's chromium package")
+	}
+	t.Skip("no chromium on PATH (apt-get install -y chromium)")
+	return ""
+}
+
+// dataPixels counts the pixels of a screenshot drawn in a series colour.
+func dataPixels(img image.Image) int {
+	var want [][3]int
+	for _, hex := range Palette {
+		v, _ := strconv.ParseUint(hex[1:], 16, 32)
+		want = append(want, [3]int{int(v >> 16), int(v >> 8 & 0xff), int(v & 0xff)})
+	}
+	n := 0
+	b := img.Bounds()
+	for y := b.Min.Y; y < b.Max.Y; y++ {
+		for x := b.Min.X; x < b.Max.X; x++ {
+			r, g, bl, _ := img.At(x, y).RGBA()
+			for _, c := range want {
+				if abs(int(r>>8)-c[0]) < 24 && abs(int(g>>8)-c[1]) < 24 && abs(int(bl>>8)-c[2]) < 24 {
+					n++
+					break
+				}
+			}
+		}
+	}
+	return n
+}
+
+func abs(v int) int { return max(v, -v) }
+
+// The HTML report, opened in headless Chromium, draws data in every chart.
+func TestHTMLChartsDrawInChromium(t *testing.T) {
+	exe := browser(t)
+	rep, err := Load("testdata/report.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep.Derive()
+	want := map[string]bool{}
+	for _, s := range rep.Sections() {
+		for _, c := range s.Charts {
+			want[c.ID] = true
+		}
+	}
+	dir := t.TempDir()
+	if err := rep.WriteAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox,
+		chromedp.DisableGPU, chromedp.WindowSize(1000, 800), chromedp.UserDataDir(filepath.Join(dir, "profile")))
+	actx, cancel := chromedp.NewExecAllocator(t.Context(), opts...)
+	defer cancel()
+	ctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	ctx, cancel = context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	var nodes []*cdp.Node
+	if err := chromedp.Run(ctx, chromedp.Navigate("file://"+filepath.Join(dir, "report.html")),
+		chromedp.Nodes("figure.chart", &nodes, chromedp.ByQueryAll)); err != nil {
+		t.Fatal(err)
+	}
+	if len(nodes) != len(want) {
+		t.Errorf("%d charts on the page, want %d", len(nodes), len(want))
+	}
+	for _, n := range nodes {
+		id := n.AttributeValue("data-chart")
+		delete(want, id)
+		var shot []byte
+		if err := chromedp.Run(ctx, chromedp.ScreenshotNodes([]*cdp.Node{n}, 1, &shot)); err != nil {
+			t.Fatalf("screenshot %s: %v", id, err)
+		}
+		img, err := png.Decode(bytes.NewReader(shot))
+		if err != nil {
+			t.Fatalf("%s: %v", id, err)
+		}
+		// A line with a few points is hundreds of pixels; a legend swatch alone is ~60.
+		if px := dataPixels(img); px < 150 {
+			t.Errorf("chart %s: %d pixels of data drawn, want a line", id, px)
+		}
+	}
+	for id := range want {
+		t.Errorf("chart %s is not on the page", id)
+	}
+}

@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/headroom-dev/headroom/capacity"
 )
 
 // Schema is the version of report.json. A reader refuses other versions
@@ -174,4 +176,17 @@ func (r *Report) Save(path string) error {
 		return fmt.Errorf("save bench report: %w", err)
 	}
 	return nil
+}
+
+// Points are the closed-loop requests at one context and output length as
+// the daemon's capacity model takes probes: each at the load it met, the
+// cell's concurrency. They seed `headroom serve` (targets[].capacity_seed).
+func (r *Report) Points(context, output int) []capacity.Point {
+	var out []capacity.Point
+	for _, c := range r.ladder("closed", context, output) {
+		for _, q := range c.Requests {
+			out = append(out, capacity.Point{Load: float64(c.Concurrency), TTFT: q.TTFT, E2E: q.E2E, ITL: q.ITL, Decode: q.Decode})
+		}
+	}
+	return out
 }

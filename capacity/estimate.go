@@ -49,9 +49,11 @@ type Estimate struct {
 	Ratio    float64 `json:"ratio"`
 	Margin   float64 `json:"margin"` // smallest SLO margin over the window; < 0: breached
 	Samples  int     `json:"samples"`
-	Why      string  `json:"why,omitempty"`
-	SLOs     []SLO   `json:"slos"`
-	Points   []Point `json:"points"`
+	// Seed counts the bench points the estimate also rests on; 0: probes alone.
+	Seed   int     `json:"seed_points,omitempty"`
+	Why    string  `json:"why,omitempty"`
+	SLOs   []SLO   `json:"slos"`
+	Points []Point `json:"points"`
 }
 
 // SLOs lists a use case's configured thresholds.
@@ -149,4 +151,25 @@ func Evaluate(target string, u UseCase, points []Point, load float64) Estimate {
 		}
 	}
 	return e
+}
+
+// Seeded evaluates with a benchmark's points (a `headroom bench` run of the
+// same server, load = its concurrency) as a prior: while the window's probes
+// alone cannot carry an estimate, probes and bench points together do. The
+// margins stay those of the probes at the current load.
+func Seeded(target string, u UseCase, points, seed []Point, load float64) Estimate {
+	e := Evaluate(target, u, points, load)
+	if !math.IsNaN(e.Capacity) || len(seed) == 0 {
+		return e
+	}
+	s := Evaluate(target, u, append(append([]Point(nil), seed...), points...), load)
+	if math.IsNaN(s.Capacity) {
+		return e
+	}
+	for i := range s.SLOs {
+		s.SLOs[i].Value, s.SLOs[i].Margin = e.SLOs[i].Value, e.SLOs[i].Margin
+	}
+	s.Margin, s.Samples, s.Points, s.Seed = e.Margin, e.Samples, e.Points, len(seed)
+	s.Why = "capacity from the bench seed and probes; probes alone: " + e.Why
+	return s
 }

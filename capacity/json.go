@@ -53,8 +53,9 @@ func (e Estimate) MarshalJSON() ([]byte, error) {
 		Ratio    num    `json:"ratio"`
 		Margin   num    `json:"margin"`
 		Samples  int    `json:"samples"`
+		Seed     int    `json:"seed_points,omitempty"`
 		Why      string `json:"why,omitempty"`
 		SLOs     []SLO  `json:"slos"`
 		Points   any    `json:"points"`
-	}{e.Target, e.UseCase, e.Scenario, num(e.Capacity), num(e.Load), num(e.Free), num(e.Ratio), num(e.Margin), e.Samples, e.Why, e.SLOs, pts})
+	}{e.Target, e.UseCase, e.Scenario, num(e.Capacity), num(e.Load), num(e.Free), num(e.Ratio), num(e.Margin), e.Samples, e.Seed, e.Why, e.SLOs, pts})
 }

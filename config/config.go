@@ -41,6 +41,9 @@ type Target struct {
 	MetricsURL string   `yaml:"metrics_url"`
 	Engine     string   `yaml:"engine"`
 	GPUs       []string `yaml:"gpus"`
+	// CapacitySeed is a `headroom bench` report.json of this server: its
+	// measured curves carry the capacity estimate until probes can.
+	CapacitySeed string `yaml:"capacity_seed"`
 }
 
 // Scenario is one kind of synthetic probe: a context length and an output length.

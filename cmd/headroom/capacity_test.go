@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -14,6 +15,10 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/headroom-dev/headroom/bench"
+	"github.com/headroom-dev/headroom/config"
+	"github.com/headroom-dev/headroom/probe"
 )
 
 // linearServer is an OpenAI-compatible server whose TTFT and ITL are linear in
@@ -142,4 +147,78 @@ func TestCapacityOverHTTP(t *testing.T) {
 	if _, ok := m[`headroom_ratio{target=lin,use_case=u0}`]; !ok {
 		t.Error("headroom_ratio missing")
 	}
+}
+
+// A bench run of a server seeds the daemon: its capacity is known from the
+// start, before the probes could carry an estimate; a seed that cannot be
+// read fails the config load.
+func TestCapacitySeededFromBench(t *testing.T) {
+	ls := &linearServer{}
+	srv := httptest.NewServer(ls)
+	defer srv.Close()
+	u := bench.UseCase{Name: "u", Context: 64, Output: 8, Statistic: "p50", TTFTMax: 0.085}
+	rep := &bench.Report{Schema: bench.Schema, TimeScale: 1,
+		Plan: bench.Plan{Contexts: []int{64}, Concurrency: []int{1, 2, 4, 8}, Output: 8, RequestsPerCell: 32, UseCases: []bench.UseCase{u}}}
+	r := &bench.Runner{Prober: probe.NewProber(probe.Endpoint{BaseURL: srv.URL, Client: probe.NewClient(false)}, "chat", "", "vllm"),
+		Logger: slog.New(slog.DiscardHandler)}
+	if err := r.Run(t.Context(), rep); err != nil {
+		t.Fatal(err)
+	}
+	// The server counts a request's load on arrival, so a closed loop's first
+	// round sees fewer than n: several rounds put the median at n.
+	if l := rep.Limits[0]; l.Capped || math.Abs(l.Capacity-6.5) > 0.5 {
+		t.Errorf("bench limit %s, want 6.5 ± 0.5", l)
+	}
+	dir := t.TempDir()
+	seed := filepath.Join(dir, "report.json")
+	if err := rep.Save(seed); err != nil {
+		t.Fatal(err)
+	}
+	// No background load: probes alone see load 1 only and cannot estimate.
+	write := func(seed string) string {
+		cfg := fmt.Sprintf("targets:\n  - {name: lin, url: %s, engine: vllm, capacity_seed: %s}\n"+
+			"scenarios:\n  - {name: s, input_tokens: 64, output_tokens: 8, interval: 1h}\n"+
+			"use_cases:\n  - {name: u, scenario: s, statistic: p50, ttft_max: 85ms}\n", srv.URL, seed)
+		path := filepath.Join(dir, "headroom.yml")
+		if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	if _, err := newDaemon(slog.New(slog.DiscardHandler), func() (*config.Config, error) { return config.Load(write(filepath.Join(dir, "missing.json"))) }); err == nil ||
+		!strings.Contains(err.Error(), "targets[0].capacity_seed") {
+		t.Errorf("missing seed: %v, want an error naming targets[0].capacity_seed", err)
+	}
+	base, _ := startDaemon(t, write(seed))
+	resp, err := http.Get(base + "/api/v1/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var st struct {
+		Estimates []struct {
+			Capacity *float64 `json:"capacity"`
+			Samples  int      `json:"samples"`
+			Seed     int      `json:"seed_points"`
+			Why      string   `json:"why"`
+		} `json:"estimates"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
+		t.Fatal(err)
+	}
+	if len(st.Estimates) != 1 {
+		t.Fatalf("estimates: %+v", st.Estimates)
+	}
+	e := st.Estimates[0]
+	// TTFT = 20 ms + 10 ms x load reaches 85 ms at 6.5 requests.
+	if e.Capacity == nil || math.Abs(*e.Capacity-6.5) > 0.5 || e.Seed != 4*32 {
+		t.Errorf("seeded capacity %s from %d seed points, %d samples (%s); want 6.5 ± 0.5 from 128", fmtPtr(e.Capacity), e.Seed, e.Samples, e.Why)
+	}
+}
+
+func fmtPtr(v *float64) string {
+	if v == nil {
+		return "null"
+	}
+	return fmt.Sprint(*v)
 }

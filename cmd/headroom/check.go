@@ -9,6 +9,9 @@ import (
 
 func checkConfig(path string) int {
 	c, err := config.Load(path)
+	if err == nil {
+		_, err = loadSeeds(c)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

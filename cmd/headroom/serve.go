@@ -92,6 +92,7 @@ type daemon struct {
 
 	mu    sync.Mutex
 	cfg   *config.Config
+	seeds seeds
 	ctx   context.Context
 	power power.Source
 }
@@ -101,10 +102,14 @@ func newDaemon(logger *slog.Logger, load func() (*config.Config, error)) (*daemo
 	if err != nil {
 		return nil, err
 	}
+	seeds, err := loadSeeds(cfg)
+	if err != nil {
+		return nil, err
+	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		versioncollector.NewCollector("headroom"))
-	d := &daemon{logger: logger, load: load, reg: reg, cfg: cfg,
+	d := &daemon{logger: logger, load: load, reg: reg, cfg: cfg, seeds: seeds,
 		reloadOK: prometheus.NewGauge(prometheus.GaugeOpts{Name: "headroom_config_last_reload_successful",
 			Help: "Whether the last configuration reload attempt was successful."}),
 		reloadTime: prometheus.NewGauge(prometheus.GaugeOpts{Name: "headroom_config_last_reload_success_timestamp_seconds",
@@ -125,6 +130,10 @@ func newDaemon(logger *slog.Logger, load func() (*config.Config, error)) (*daemo
 // reload loads the configuration again; a bad file keeps the running one.
 func (d *daemon) reload() error {
 	cfg, err := d.load()
+	var seeds seeds
+	if err == nil {
+		seeds, err = loadSeeds(cfg)
+	}
 	if err != nil {
 		d.reloadOK.Set(0)
 		d.logger.Error("reload config: keeping the running configuration", "err", err)
@@ -132,7 +141,7 @@ func (d *daemon) reload() error {
 	}
 	d.mu.Lock()
 	old := d.cfg
-	d.cfg = cfg
+	d.cfg, d.seeds = cfg, seeds
 	ctx := d.ctx
 	if cfg.Power != old.Power {
 		if d.power != nil {
@@ -281,7 +290,9 @@ func (d *daemon) useCases() []capacity.UseCase {
 
 // estimates evaluates every target and use case of the running configuration.
 func (d *daemon) estimates() []capacity.Estimate {
-	cfg := d.config()
+	d.mu.Lock()
+	cfg, seeds := d.cfg, d.seeds
+	d.mu.Unlock()
 	now := time.Now()
 	loads := map[string]float64{}
 	for _, s := range d.mon.Status() {
@@ -298,7 +309,8 @@ func (d *daemon) estimates() []capacity.Estimate {
 			load = math.NaN()
 		}
 		for _, u := range cfg.UseCases {
-			out = append(out, capacity.Evaluate(t.Name, toUseCase(u), d.store.Window(t.Name, u.Scenario, now.Add(-u.Window)), load))
+			out = append(out, capacity.Seeded(t.Name, toUseCase(u), d.store.Window(t.Name, u.Scenario, now.Add(-u.Window)),
+				seeds[t.Name][u.Scenario], load))
 		}
 	}
 	return out

@@ -272,10 +272,12 @@ func TestOutputsGolden(t *testing.T) {
 
 // headroom bench against headroom sim with report 000's profile reproduces
 // that report's use-case guidance table within the simulator's tolerance.
-// The simulator runs 20x faster than real time: about 90 s of wall time.
+// The simulator runs 10x faster than real time, about three minutes of wall
+// time: at 20x a millisecond of client overhead is 20 simulated ones, and
+// code completion's 2 s E2E limit lands too close to the tolerance.
 func TestReproducesReport000(t *testing.T) {
 	if testing.Short() {
-		t.Skip("a whole sweep: about 90 s")
+		t.Skip("a whole sweep: about three minutes")
 	}
 	reports, err := sim.Reports()
 	if err != nil {
@@ -291,15 +293,15 @@ func TestReproducesReport000(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := startSim(t, want.Profile, 20, nil)
+	ts := startSim(t, want.Profile, 10, nil)
 	p := Plan{Contexts: Contexts(cfg), Concurrency: DefaultConcurrency, Output: 1024, Warmup: 1, Search: true, SearchMax: 128,
 		UseCases: UseCases(cfg)}
 	rep := newReport(p)
 	if err := newRunner(ts.URL).Run(t.Context(), rep); err != nil {
 		t.Fatal(err)
 	}
-	if rep.TimeScale != 20 {
-		t.Errorf("time scale %g, want the simulator's 20", rep.TimeScale)
+	if rep.TimeScale != 10 {
+		t.Errorf("time scale %g, want the simulator's 10", rep.TimeScale)
 	}
 	for _, u := range want.UseCases {
 		l, ok := rep.limitFor(u.Name)

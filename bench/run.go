@@ -59,8 +59,8 @@ func (r *Runner) Run(ctx context.Context, rep *Report) error {
 	if r.scale != 1 {
 		r.Logger.Info("server is a time-scaled simulator: times and rates are reported in simulated time", "time_scale", r.scale)
 	}
-	if err := r.Prober.Prepare(ctx); err != nil {
-		return fmt.Errorf("prepare probes: %w", err)
+	if err := r.Prober.Resolve(ctx); err != nil {
+		return fmt.Errorf("resolve model: %w", err)
 	}
 	rep.Target.Model = r.Prober.Model()
 	var todo []Key
@@ -181,24 +181,43 @@ func (r *Runner) measure(ctx context.Context, p Plan, k Key) (Cell, error) {
 		results []probe.Result
 		taken   atomic.Int64
 		wg      sync.WaitGroup
+		ready   sync.WaitGroup
+		start   time.Time
 	)
-	start := time.Now()
+	// Every slot builds its first prompt before the clock starts, then all
+	// go at once: building 256 long prompts one after another would stagger
+	// the first round (by whole seconds on a time-scaled simulator).
+	go1 := make(chan struct{})
+	ready.Add(k.Concurrency)
+	next := func() *probe.Prepared {
+		if total > 0 && taken.Add(1) > total {
+			return nil
+		}
+		return r.Prober.Prepare(ctx, sc)
+	}
 	for range k.Concurrency {
 		wg.Go(func() {
-			for ctx.Err() == nil {
-				if total > 0 && taken.Add(1) > total || total == 0 && time.Since(start) >= wallLimit {
+			pr := next()
+			ready.Done()
+			<-go1
+			for pr != nil && ctx.Err() == nil {
+				if total == 0 && time.Since(start) >= wallLimit {
 					return
 				}
-				res := r.Prober.Probe(ctx, sc)
+				res := r.Prober.Send(ctx, pr)
 				mu.Lock()
 				results = append(results, res)
 				mu.Unlock()
 				if k.Mode == "burst" {
 					return
 				}
+				pr = next()
 			}
 		})
 	}
+	ready.Wait()
+	start = time.Now()
+	close(go1)
 	wg.Wait()
 	if ctx.Err() != nil {
 		return Cell{}, ctx.Err()

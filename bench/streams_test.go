@@ -46,7 +46,7 @@ func BenchmarkStreams(b *testing.B) {
 		b.Run(fmt.Sprintf("streams=%d", n), func(b *testing.B) {
 			ts := startSim(b, "tiny", 1, nil)
 			r := newRunner(ts.URL)
-			if err := r.Prober.Prepare(context.Background()); err != nil {
+			if err := r.Prober.Resolve(context.Background()); err != nil {
 				b.Fatal(err)
 			}
 			r.scale = 1

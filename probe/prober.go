@@ -52,9 +52,9 @@ func (p *Prober) SetEngine(engine string) {
 	p.mu.Unlock()
 }
 
-// Prepare resolves the model and looks for a tokenize endpoint. A missing
+// Resolve finds the model and looks for a tokenize endpoint. A missing
 // tokenizer is no error: sizing then learns from usage.prompt_tokens.
-func (p *Prober) Prepare(ctx context.Context) error {
+func (p *Prober) Resolve(ctx context.Context) error {
 	p.mu.Lock()
 	model, engine := p.model, p.engine
 	p.mu.Unlock()
@@ -93,11 +93,25 @@ func (p *Prober) sizer(ctx context.Context, sc Scenario) *Sizer {
 	return s
 }
 
-// Probe sends one probe of the scenario.
-func (p *Prober) Probe(ctx context.Context, sc Scenario) Result {
+// Prepared is a probe ready to send: its model resolved, its prompt sized,
+// built and encoded. A benchmark prepares a round before it starts the clock,
+// so building prompts does not stagger the requests.
+type Prepared struct {
+	sc      Scenario
+	model   string
+	api     string
+	body    []byte
+	words   int
+	sizer   *Sizer
+	counter Counter
+	err     Result // a failed preparation, returned by Send
+}
+
+// Prepare builds a probe of the scenario.
+func (p *Prober) Prepare(ctx context.Context, sc Scenario) *Prepared {
 	if p.Model() == "" {
-		if err := p.Prepare(ctx); err != nil {
-			return fail(Result{}, classifyCtx(ctx, ConnectError), err)
+		if err := p.Resolve(ctx); err != nil {
+			return &Prepared{err: fail(Result{}, classifyCtx(ctx, ConnectError), err)}
 		}
 	}
 	s := p.sizer(ctx, sc)
@@ -116,29 +130,45 @@ func (p *Prober) Probe(ctx context.Context, sc Scenario) Result {
 			extra["cache_prompt"] = false
 		}
 	}
-	pctx, cancel := context.WithTimeout(ctx, sc.Timeout)
+	q := Request{API: p.api, Model: model, Prompt: PromptText(nonce, words), MaxTokens: sc.OutputTokens, Extra: extra}
+	body, err := q.Body(true)
+	if err != nil {
+		return &Prepared{err: fail(Result{}, StreamError, fmt.Errorf("encode request: %w", err))}
+	}
+	return &Prepared{sc: sc, model: model, api: p.api, body: body, words: words, sizer: s, counter: counter}
+}
+
+// Send streams a prepared probe and measures it.
+func (p *Prober) Send(ctx context.Context, pr *Prepared) Result {
+	if pr.body == nil {
+		return pr.err
+	}
+	pctx, cancel := context.WithTimeout(ctx, pr.sc.Timeout)
 	defer cancel()
-	res := Run(pctx, p.ep, Request{API: p.api, Model: model, Prompt: PromptText(nonce, words), MaxTokens: sc.OutputTokens, Extra: extra})
+	res := send(pctx, p.ep, pr.api, pr.body, pr.sc.OutputTokens)
 	if res.Outcome != Success && res.Outcome != ShortOutput {
 		return res
 	}
-	if !res.TokensFromUsage && counter != nil {
+	if !res.TokensFromUsage && pr.counter != nil {
 		// Without a usage chunk, the server's tokenizer counts what was streamed.
-		if n, err := counter.Count(ctx, res.Text); err == nil && n > 0 {
+		if n, err := pr.counter.Count(ctx, res.Text); err == nil && n > 0 {
 			res.CompletionTokens = n
-			if n < sc.OutputTokens {
-				res.Outcome, res.Err = ShortOutput, fmt.Errorf("got %d of %d output tokens", n, sc.OutputTokens)
+			if n < pr.sc.OutputTokens {
+				res.Outcome, res.Err = ShortOutput, fmt.Errorf("got %d of %d output tokens", n, pr.sc.OutputTokens)
 			}
 		}
 	}
 	if res.PromptTokens > 0 {
 		p.mu.Lock()
-		s.Observe(words, res.PromptTokens)
+		pr.sizer.Observe(pr.words, res.PromptTokens)
 		p.mu.Unlock()
 	}
 	res.Text = ""
 	return res
 }
+
+// Probe sends one probe of the scenario.
+func (p *Prober) Probe(ctx context.Context, sc Scenario) Result { return p.Send(ctx, p.Prepare(ctx, sc)) }
 
 // FirstModel returns the first model of GET /v1/models.
 func FirstModel(ctx context.Context, ep Endpoint) (string, error) {

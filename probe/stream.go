@@ -156,12 +156,17 @@ func Path(api string) string {
 // Run streams one request and measures it. ctx bounds the whole probe; when it
 // expires the result is Timeout, when its parent is cancelled, Canceled.
 func Run(ctx context.Context, ep Endpoint, q Request) Result {
-	res := Result{}
 	body, err := q.Body(true)
 	if err != nil {
-		return fail(res, StreamError, fmt.Errorf("encode request: %w", err))
+		return fail(Result{}, StreamError, fmt.Errorf("encode request: %w", err))
 	}
-	url := strings.TrimRight(ep.BaseURL, "/") + Path(q.API)
+	return send(ctx, ep, q.API, body, q.MaxTokens)
+}
+
+// send streams an encoded request body to the API's path and measures it.
+func send(ctx context.Context, ep Endpoint, api string, body []byte, maxTokens int) Result {
+	res := Result{}
+	url := strings.TrimRight(ep.BaseURL, "/") + Path(api)
 	var setupStart time.Time
 	// WroteRequest fires on the transport's writer goroutine, which may still
 	// be running when a server answers before reading the whole body.
@@ -201,7 +206,7 @@ func Run(ctx context.Context, ep Endpoint, q Request) Result {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
 		return fail(res, HTTPError, fmt.Errorf("post %s: HTTP %d: %s", url, resp.StatusCode, bytes.TrimSpace(msg)))
 	}
-	return readStream(ctx, resp.Body, res, q.MaxTokens)
+	return readStream(ctx, resp.Body, res, maxTokens)
 }
 
 func setupOnce(res *Result, i httptrace.GotConnInfo, start time.Time) {

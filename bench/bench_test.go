@@ -168,6 +168,11 @@ func TestDryRunSendsNothing(t *testing.T) {
 			t.Errorf("dry run lacks %q:\n%s", want, b.String())
 		}
 	}
+	b.Reset()
+	DryRun(&b, p, DefaultAssumed, func(Key) bool { return true })
+	if !strings.Contains(b.String(), "0 requests (+0 warm-up), 0 prompt tokens") {
+		t.Errorf("a finished sweep still plans requests:\n%s", b.String())
+	}
 }
 
 // A sweep cut short keeps its finished cells; run again, it measures only

@@ -220,6 +220,9 @@ func DryRun(w io.Writer, p Plan, a Assumed, done func(Key) bool) {
 	if p.Warmup > 0 {
 		seen := map[[2]int]bool{}
 		for _, k := range p.Cells() {
+			if done != nil && done(k) {
+				continue // a resumed sweep warms only the lengths it still measures
+			}
 			if !seen[[2]int{k.Context, k.Output}] {
 				seen[[2]int{k.Context, k.Output}] = true
 				warm += p.Warmup

@@ -30,14 +30,13 @@ type Report struct {
 	Target  Target    `json:"target"`
 	// TimeScale > 1: the server is a time-scaled `headroom sim`; every time
 	// and rate in this report is virtual (simulated), converted from wall time.
-	TimeScale float64  `json:"time_scale"`
-	Plan      Plan     `json:"plan"`
-	Cells     []Cell   `json:"cells"`
-	Limits    []Limit  `json:"limits"`
-	SafeQueue []Depth  `json:"safe_queue,omitempty"`
-	Complete  bool     `json:"complete"` // false: interrupted; run again with the same --out to resume
-	Power     string   `json:"power,omitempty"`
-	Notes     []string `json:"notes,omitempty"`
+	TimeScale float64 `json:"time_scale"`
+	Plan      Plan    `json:"plan"`
+	Cells     []Cell  `json:"cells"`
+	Limits    []Limit `json:"limits"`
+	SafeQueue []Depth `json:"safe_queue,omitempty"`
+	Complete  bool    `json:"complete"` // false: interrupted; run again with the same --out to resume
+	Power     string  `json:"power,omitempty"`
 }
 
 // Target is the server benchmarked. The API key is never part of it.

@@ -112,6 +112,9 @@ func (u UseCase) Threshold() (ttft, speed string) {
 // Header is the report's provenance line, saying when times are simulated.
 func (r *Report) Header() string {
 	s := fmt.Sprintf("%s (%s API, engine %s) at %s", r.Target.Model, r.Target.API, r.Target.Engine, r.Target.URL)
+	if r.Power != "" {
+		s += ", GPU power from " + r.Power
+	}
 	if r.TimeScale != 1 {
 		s += fmt.Sprintf(". Simulated server at %gx real time: every time and rate is simulated time", r.TimeScale)
 	}
@@ -171,9 +174,6 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 			}
 			fmt.Fprintf(&b, "| %d | %gs | %s |\n", d.Context, d.TTFTMax, depth)
 		}
-	}
-	for _, n := range r.Notes {
-		fmt.Fprintf(&b, "\n> %s\n", n)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

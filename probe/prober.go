@@ -98,7 +98,6 @@ func (p *Prober) sizer(ctx context.Context, sc Scenario) *Sizer {
 // so building prompts does not stagger the requests.
 type Prepared struct {
 	sc      Scenario
-	model   string
 	api     string
 	body    []byte
 	words   int
@@ -135,7 +134,7 @@ func (p *Prober) Prepare(ctx context.Context, sc Scenario) *Prepared {
 	if err != nil {
 		return &Prepared{err: fail(Result{}, StreamError, fmt.Errorf("encode request: %w", err))}
 	}
-	return &Prepared{sc: sc, model: model, api: p.api, body: body, words: words, sizer: s, counter: counter}
+	return &Prepared{sc: sc, api: p.api, body: body, words: words, sizer: s, counter: counter}
 }
 
 // Send streams a prepared probe and measures it.
@@ -168,7 +167,9 @@ func (p *Prober) Send(ctx context.Context, pr *Prepared) Result {
 }
 
 // Probe sends one probe of the scenario.
-func (p *Prober) Probe(ctx context.Context, sc Scenario) Result { return p.Send(ctx, p.Prepare(ctx, sc)) }
+func (p *Prober) Probe(ctx context.Context, sc Scenario) Result {
+	return p.Send(ctx, p.Prepare(ctx, sc))
+}
 
 // FirstModel returns the first model of GET /v1/models.
 func FirstModel(ctx context.Context, ep Endpoint) (string, error) {

@@ -141,3 +141,45 @@ func BenchmarkEvaluate(b *testing.B) {
 		}
 	}
 }
+
+func TestBurst(t *testing.T) {
+	at := func(loads ...float64) []Point {
+		ps := make([]Point, len(loads))
+		for i, l := range loads {
+			ps[i] = Point{Time: t0, Load: l, TTFT: 0.1}
+		}
+		return ps
+	}
+	u := UseCase{Name: "c", Statistic: "mean", TTFTMax: 1}
+	tests := []struct {
+		name    string
+		points  []Point
+		load    float64
+		ttftMax float64
+		want    int
+	}{
+		{"no probe yet", nil, 1, 1, 0},
+		{"flat load: up to twice the highest", at(2, 2, 2, 2, 2, 2, 2, 2, 2), 1, 1, 3},
+		{"at least MinSpread+1", at(1, 1, 1), 0, 1, 3},
+		{"capped", at(1, 2, 6, 7, 7, 7, 7, 7, 7), 1, 1, 8},
+		{"busier than the median", at(1, 1, 1, 4, 4), 3, 1, 0},
+		{"load unknown", at(1, 1, 1), math.NaN(), 1, 0},
+		{"capacity known", linear(200, 1, 0.5, 0.8, 0.01, 0.004), 1, 0.5 + 0.8*6.5, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			u := UseCase{Name: "c", Statistic: "mean", TTFTMax: tc.ttftMax}
+			if got := Burst(Evaluate("a", u, tc.points, tc.load), tc.load, 8); got != tc.want {
+				t.Errorf("Burst = %d, want %d", got, tc.want)
+			}
+		})
+	}
+	// An SLO breached now: more load would only hurt.
+	slow := at(1, 1, 1)
+	for i := range slow {
+		slow[i].TTFT = 2
+	}
+	if got := Burst(Evaluate("a", u, slow, 1), 1, 8); got != 0 {
+		t.Errorf("burst of %d while breached", got)
+	}
+}

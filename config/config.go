@@ -28,6 +28,15 @@ type Config struct {
 	MaxInFlight int `yaml:"max_in_flight"`
 	// EngineScrapeInterval is how often each target's own /metrics is read.
 	EngineScrapeInterval time.Duration `yaml:"engine_scrape_interval"`
+	Calibration          Calibration   `yaml:"calibration"`
+}
+
+// Calibration lets the daemon send bursts of concurrent probes of a use
+// case's scenario while its capacity is unknown for want of load spread,
+// within the probe budget.
+type Calibration struct {
+	Enabled  bool `yaml:"enabled"`
+	MaxBurst int  `yaml:"max_burst"`
 }
 
 // Target is one OpenAI-compatible inference server.
@@ -117,6 +126,9 @@ func (c *Config) applyDefaults() {
 	if c.MaxInFlight == 0 {
 		c.MaxInFlight = 16
 	}
+	if c.Calibration.MaxBurst == 0 {
+		c.Calibration.MaxBurst = 8
+	}
 	if c.EngineScrapeInterval == 0 {
 		c.EngineScrapeInterval = 5 * time.Second
 	}
@@ -180,6 +192,11 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxInFlight < 0 {
 		bad("max_in_flight", "must not be negative")
+	}
+	if b := c.Calibration.MaxBurst; b < 2 || b > 64 {
+		bad("calibration.max_burst", "must be in [2, 64], got %d", b)
+	} else if c.MaxInFlight > 0 && b > c.MaxInFlight {
+		bad("calibration.max_burst", "must not exceed max_in_flight (%d), got %d", c.MaxInFlight, b)
 	}
 	switch c.Power.Source {
 	case "auto", "nvml", "none":

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/semaphore"
+
 	"github.com/headroom-dev/headroom/collector"
 	"github.com/headroom-dev/headroom/config"
 	"github.com/headroom-dev/headroom/engine"
@@ -29,6 +31,14 @@ type Recorder interface {
 	Record(Sample)
 }
 
+// Calibrator chooses calibration bursts (config calibration:): the scenario
+// of a target to probe with n concurrent probes now, given the target's load;
+// n < 2 for none. A Recorder that is also a Calibrator is asked before each
+// probe while calibration is enabled.
+type Calibrator interface {
+	Burst(target string, load float64, maxBurst int) (scenario string, n int)
+}
+
 // Monitor owns the per-target loops. Apply swaps configurations safely.
 type Monitor struct {
 	logger *slog.Logger
@@ -38,7 +48,8 @@ type Monitor struct {
 
 	mu      sync.Mutex
 	cfg     *config.Config
-	sem     chan struct{}
+	sem     *semaphore.Weighted
+	slots   int // the semaphore's size
 	targets map[string]*target
 }
 
@@ -53,9 +64,9 @@ func (m *Monitor) Apply(ctx context.Context, cfg *config.Config) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	sameScenarios := m.cfg != nil && reflect.DeepEqual(m.cfg.Scenarios, cfg.Scenarios) &&
-		m.cfg.ProbeBudget == cfg.ProbeBudget && m.cfg.EngineScrapeInterval == cfg.EngineScrapeInterval
-	if m.sem == nil || cap(m.sem) != cfg.MaxInFlight {
-		m.sem = make(chan struct{}, cfg.MaxInFlight)
+		m.cfg.ProbeBudget == cfg.ProbeBudget && m.cfg.EngineScrapeInterval == cfg.EngineScrapeInterval && m.cfg.Calibration == cfg.Calibration
+	if m.sem == nil || m.slots != cfg.MaxInFlight {
+		m.sem, m.slots = semaphore.NewWeighted(int64(cfg.MaxInFlight)), cfg.MaxInFlight
 		sameScenarios = false
 	}
 	want := map[string]config.Target{}
@@ -114,12 +125,13 @@ type target struct {
 	scenarios []config.Scenario
 	budget    float64
 	scrapeInt time.Duration
+	calib     config.Calibration
 	apiKey    string
 	keyErr    error
 	prober    *probe.Prober
 	// sem is the global in-flight cap this loop was started under: a reload
 	// that replaces the monitor's releases nothing into the wrong channel.
-	sem    chan struct{}
+	sem    *semaphore.Weighted
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
@@ -127,7 +139,7 @@ type target struct {
 	load     engine.Load
 	up       bool
 	lastErr  string
-	inFlight *loadAcc // non-nil while a probe runs
+	inFlight map[*loadAcc]bool // the probes running now
 }
 
 // loadAcc averages the load readings taken while a probe is in flight.
@@ -143,7 +155,7 @@ func (a *loadAcc) add(v float64) {
 func newTarget(m *Monitor, tc config.Target, cfg *config.Config) *target {
 	key, err := tc.APIKey()
 	t := &target{m: m, cfg: tc, scenarios: cfg.Scenarios, budget: cfg.ProbeBudget, scrapeInt: cfg.EngineScrapeInterval, sem: m.sem,
-		apiKey: key, keyErr: err,
+		calib: cfg.Calibration, apiKey: key, keyErr: err, inFlight: map[*loadAcc]bool{},
 		load: engine.Load{Running: math.NaN(), Waiting: math.NaN(), KVUsage: math.NaN()}}
 	engineName := tc.Engine
 	if engineName == "none" {
@@ -207,8 +219,8 @@ func (t *target) scrape(ctx context.Context) (engine.Load, bool) {
 		}
 	}
 	t.up, t.lastErr, t.load = true, "", l
-	if t.inFlight != nil {
-		t.inFlight.add(l.InFlight())
+	for acc := range t.inFlight {
+		acc.add(l.InFlight())
 	}
 	return l, true
 }
@@ -233,59 +245,112 @@ func (t *target) probeLoop(ctx context.Context) {
 		names[i], intervals[i] = s.Name, s.Interval
 	}
 	sched := NewSchedule(names, intervals, t.budget, time.Now(), uint64(time.Now().UnixNano()))
+	burst := false // a burst never follows a burst: the schedule's own probes keep their turn
 	for {
 		name, at := sched.Next()
 		if !sleepUntil(ctx, at) {
 			return
 		}
-		sc, _ := scenario(t.scenarios, name)
-		select {
-		case t.sem <- struct{}{}:
-		case <-ctx.Done():
-			return
+		n := 1
+		if b, k := t.wantBurst(); k > 1 && !burst {
+			name, n = b, k
 		}
+		burst = n > 1
+		sc, _ := scenario(t.scenarios, name)
 		start := time.Now()
-		s, ok := t.probeOnce(ctx, sc)
-		end := time.Now()
-		<-t.sem
-		if ctx.Err() != nil {
+		busy, ok := t.probeN(ctx, sc, n)
+		if !ok {
 			return // shutdown or reload: a cut-short probe is no measurement
 		}
-		sched.Done(name, start, end)
-		t.m.probes.AddBusy(t.cfg.Name, end.Sub(start))
-		if ok && t.m.rec != nil {
-			t.m.rec.Record(s)
+		if burst {
+			t.m.logger.Info("calibration burst", "target", t.cfg.Name, "scenario", name, "probes", n, "busy", busy)
+			sched.Charge(start, busy)
+		} else {
+			sched.Done(name, start, start.Add(busy))
 		}
+		t.m.probes.AddBusy(t.cfg.Name, busy)
 	}
 }
 
-func (t *target) probeOnce(ctx context.Context, sc config.Scenario) (Sample, bool) {
-	acc := &loadAcc{}
+// wantBurst asks the calibrator, when there is one and calibration is on.
+func (t *target) wantBurst() (string, int) {
+	c, ok := t.m.rec.(Calibrator)
+	if !ok || !t.calib.Enabled || t.cfg.Engine == "none" {
+		return "", 0
+	}
+	t.mu.Lock()
+	load, up := t.load.InFlight(), t.up
+	t.mu.Unlock()
+	if !up {
+		return "", 0
+	}
+	return c.Burst(t.cfg.Name, load, t.calib.MaxBurst)
+}
+
+// probeN sends n probes of a scenario at once and records them. busy is the
+// sum of their durations: each held a request slot of the server. ok is false
+// when ctx ended first.
+func (t *target) probeN(ctx context.Context, sc config.Scenario, n int) (busy time.Duration, ok bool) {
+	// All n slots at once: bursts of two targets taking slots one by one
+	// could each hold part and wait on the other forever.
+	if err := t.sem.Acquire(ctx, int64(n)); err != nil {
+		return 0, false
+	}
 	var before engine.Load
 	var beforeOK bool
 	if t.cfg.Engine != "none" {
 		before, beforeOK = t.scrape(ctx)
-		if beforeOK {
-			acc.add(before.InFlight() + 1) // the probe is about to join
-		}
+	}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			start := time.Now()
+			s, ok := t.probeOnce(ctx, sc, before, beforeOK, n)
+			d := time.Since(start)
+			t.sem.Release(1)
+			mu.Lock()
+			busy += d
+			mu.Unlock()
+			if ok && t.m.rec != nil {
+				t.m.rec.Record(s)
+			}
+		})
+	}
+	wg.Wait()
+	return busy, ctx.Err() == nil
+}
+
+// probeOnce runs one probe that joins the target with n-1 others (a burst).
+// A lone probe's load is the mean of the engine's readings while it ran: the
+// one taken before plus itself, each scrape until it ends, the one after. A
+// burst's probes all carry the load the burst made, the reading before plus
+// n: a burst is a benchmark cell of n requests arriving together, and its
+// later probes, which wait longest, are the ones that see the others leave.
+func (t *target) probeOnce(ctx context.Context, sc config.Scenario, before engine.Load, beforeOK bool, n int) (Sample, bool) {
+	acc := &loadAcc{}
+	if beforeOK {
+		acc.add(before.InFlight() + float64(n))
+	}
+	if n == 1 {
 		t.mu.Lock()
-		t.inFlight = acc
+		t.inFlight[acc] = true
 		t.mu.Unlock()
 	}
 	res := t.prober.Probe(ctx, probe.Scenario{Name: sc.Name, InputTokens: sc.InputTokens, OutputTokens: sc.OutputTokens,
 		Cold: sc.Cache == "cold", Timeout: sc.ProbeTimeout()})
 	t.mu.Lock()
-	t.inFlight = nil
+	delete(t.inFlight, acc)
 	t.mu.Unlock()
 	queueWait := time.Duration(-1)
 	if t.cfg.Engine != "none" && ctx.Err() == nil {
 		after, afterOK := t.scrape(ctx)
-		if afterOK {
+		if afterOK && n == 1 {
 			acc.add(after.InFlight() + 1)
 		}
 		// The histogram's delta is this probe's queue time only when the probe
 		// was the one request that left the queue in between.
-		if beforeOK && afterOK && after.QueueCount-before.QueueCount == 1 {
+		if n == 1 && beforeOK && afterOK && after.QueueCount-before.QueueCount == 1 {
 			queueWait = time.Duration((after.QueueSum - before.QueueSum) * float64(time.Second))
 		}
 	}

@@ -52,9 +52,16 @@ func (s *Schedule) Next() (string, time.Time) {
 // must be followed by d*(1/budget - 1) of quiet, so long contexts stretch their
 // interval by themselves.
 func (s *Schedule) Done(name string, start, end time.Time) {
-	d := end.Sub(start)
-	quiet := time.Duration(float64(d) * (1/s.budget - 1))
-	s.ready = end.Add(quiet)
+	s.Charge(start, end.Sub(start))
 	j := 1 + s.jitter*(2*s.rnd.Float64()-1)
 	s.due[name] = start.Add(time.Duration(float64(s.intervals[name]) * j))
+}
+
+// Charge bills probe time that began at start to the budget: nothing more is
+// probed before busy/budget has passed since start. A calibration burst bills
+// the sum of its probes' durations, as each held a request slot of the server.
+func (s *Schedule) Charge(start time.Time, busy time.Duration) {
+	if r := start.Add(time.Duration(float64(busy) / s.budget)); r.After(s.ready) {
+		s.ready = r
+	}
 }

@@ -25,6 +25,7 @@ import (
 // its load (background requests plus those in flight), known exactly.
 type linearServer struct {
 	bg, inflight atomic.Int64
+	peak         atomic.Int64 // most chat requests in flight at once
 }
 
 func (s *linearServer) load() int64 { return s.bg.Load() + s.inflight.Load() }
@@ -46,7 +47,9 @@ func (s *linearServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "/metrics":
 		fmt.Fprintf(w, "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{model_name=\"m\"} %d\n# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting{model_name=\"m\"} 0\n", s.load())
 	case "/v1/chat/completions":
-		s.inflight.Add(1)
+		if n := s.inflight.Add(1); n > s.peak.Load() {
+			s.peak.Store(n) // racy max, but only this test's bursts raise it
+		}
 		defer s.inflight.Add(-1)
 		start := time.Now()
 		load := float64(s.load())
@@ -99,40 +102,11 @@ func TestCapacityOverHTTP(t *testing.T) {
 	}
 	base, _ := startDaemon(t, cfgFile)
 
-	type status struct {
-		Estimates []struct {
-			UseCase  string   `json:"use_case"`
-			Capacity *float64 `json:"capacity"`
-			Samples  int      `json:"samples"`
-			Why      string   `json:"why"`
-		} `json:"estimates"`
+	st := waitEstimates(t, base, 90*time.Second, func(e estimateJSON) bool { return e.Samples >= 25 })
+	if len(st) != 3 {
+		t.Fatalf("estimates: %+v", st)
 	}
-	var st status
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		resp, err := http.Get(base + "/api/v1/status")
-		if err != nil {
-			t.Fatal(err)
-		}
-		st = status{}
-		err = json.NewDecoder(resp.Body).Decode(&st)
-		resp.Body.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		enough := len(st.Estimates) == 3
-		for _, e := range st.Estimates {
-			enough = enough && e.Samples >= 25
-		}
-		if enough {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("not enough samples in time: %+v", st)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
-	for _, e := range st.Estimates {
+	for _, e := range st {
 		if e.Capacity == nil || math.Abs(*e.Capacity-6.5) > 0.5 {
 			t.Errorf("%s: capacity %v from %d samples (%s), want 6.5 ± 0.5", e.UseCase, e.Capacity, e.Samples, e.Why)
 		}
@@ -146,6 +120,77 @@ func TestCapacityOverHTTP(t *testing.T) {
 	}
 	if _, ok := m[`headroom_ratio{target=lin,use_case=u0}`]; !ok {
 		t.Error("headroom_ratio missing")
+	}
+}
+
+type estimateJSON struct {
+	UseCase  string   `json:"use_case"`
+	Capacity *float64 `json:"capacity"`
+	Samples  int      `json:"samples"`
+	Seed     int      `json:"seed_points"`
+	Why      string   `json:"why"`
+}
+
+// waitEstimates polls /api/v1/status until every estimate satisfies done.
+func waitEstimates(t *testing.T, base string, limit time.Duration, done func(estimateJSON) bool) []estimateJSON {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for {
+		resp, err := http.Get(base + "/api/v1/status")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st struct {
+			Estimates []estimateJSON `json:"estimates"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&st)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		all := len(st.Estimates) > 0
+		for _, e := range st.Estimates {
+			all = all && done(e)
+		}
+		if all {
+			return st.Estimates
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("estimates not there in %s: %+v", limit, st.Estimates)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// With no load of its own on the server, the probes alone meet load 1 only;
+// calibration bursts add the spread. A burst's probes arrive together, so
+// they measure what the reference reports call N concurrent requests: the
+// mean TTFT of a wave of N arrivals, 20 + 10(N+1)/2 ms here, reaches 85 ms at
+// N = 12 (one probe arriving amid N in flight, the linear law, reaches it at
+// 6.5). Bursts stop at 8, so 12 is reached by extrapolating their slope.
+func TestCalibrationBursts(t *testing.T) {
+	ls := &linearServer{}
+	srv := httptest.NewServer(ls)
+	defer srv.Close()
+	cfg := fmt.Sprintf("targets:\n  - {name: lin, url: %s, engine: vllm}\nprobe_budget: 0.5\nengine_scrape_interval: 100ms\n"+
+		"calibration: {enabled: true, max_burst: 8}\n"+
+		"scenarios:\n  - {name: s, input_tokens: 64, output_tokens: 8, interval: 1s}\n"+
+		"use_cases:\n  - {name: u, scenario: s, statistic: mean, ttft_max: 85ms}\n", srv.URL)
+	path := filepath.Join(t.TempDir(), "headroom.yml")
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base, logs := startDaemon(t, path)
+	st := waitEstimates(t, base, 60*time.Second, func(e estimateJSON) bool { return e.Capacity != nil })
+	t.Logf("capacity %.2f from %d samples", *st[0].Capacity, st[0].Samples)
+	if c := *st[0].Capacity; math.Abs(c-12) > 1 {
+		t.Errorf("capacity %.2f from %d samples, want 12 ± 1", c, st[0].Samples)
+	}
+	if p := ls.peak.Load(); p < 3 {
+		t.Errorf("at most %d probes in flight at once: no burst", p)
+	}
+	if !strings.Contains(logs.String(), "calibration burst") {
+		t.Error("no calibration burst logged")
 	}
 }
 
@@ -190,26 +235,11 @@ func TestCapacitySeededFromBench(t *testing.T) {
 		t.Errorf("missing seed: %v, want an error naming targets[0].capacity_seed", err)
 	}
 	base, _ := startDaemon(t, write(seed))
-	resp, err := http.Get(base + "/api/v1/status")
-	if err != nil {
-		t.Fatal(err)
+	st := waitEstimates(t, base, 10*time.Second, func(estimateJSON) bool { return true })
+	if len(st) != 1 {
+		t.Fatalf("estimates: %+v", st)
 	}
-	defer resp.Body.Close()
-	var st struct {
-		Estimates []struct {
-			Capacity *float64 `json:"capacity"`
-			Samples  int      `json:"samples"`
-			Seed     int      `json:"seed_points"`
-			Why      string   `json:"why"`
-		} `json:"estimates"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&st); err != nil {
-		t.Fatal(err)
-	}
-	if len(st.Estimates) != 1 {
-		t.Fatalf("estimates: %+v", st.Estimates)
-	}
-	e := st.Estimates[0]
+	e := st[0]
 	// TTFT = 20 ms + 10 ms x load reaches 85 ms at 6.5 requests.
 	if e.Capacity == nil || math.Abs(*e.Capacity-6.5) > 0.5 || e.Seed != 4*32 {
 		t.Errorf("seeded capacity %s from %d seed points, %d samples (%s); want 6.5 ± 0.5 from 128", fmtPtr(e.Capacity), e.Seed, e.Samples, e.Why)

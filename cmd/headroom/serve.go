@@ -118,7 +118,7 @@ func newDaemon(logger *slog.Logger, load func() (*config.Config, error)) (*daemo
 	reg.MustRegister(d.reloadOK, d.reloadTime)
 	probes := collector.NewProbes(reg)
 	d.store = capacity.NewStore()
-	d.mon = monitor.New(logger, probes, storeRecorder{d.store})
+	d.mon = monitor.New(logger, probes, recorder{d})
 	d.power = openPower(logger, cfg.Power)
 	reg.MustRegister(collector.NewTargets(d.mon.Status), collector.NewCapacity(d.useCases, d.estimates),
 		collector.NewPower(logger, d.powerSource, func() map[string]string { return gpuTargets(d.config()) }, d.generationTokens))
@@ -259,13 +259,27 @@ func (d *daemon) serve(ctx context.Context, wf *webFlags, ready func([]net.Addr)
 	return 0
 }
 
-// storeRecorder feeds successful probes to the capacity model.
-type storeRecorder struct{ s *capacity.Store }
+// recorder feeds successful probes to the capacity model and chooses
+// calibration bursts from it.
+type recorder struct{ d *daemon }
 
-func (r storeRecorder) Record(s monitor.Sample) {
+func (r recorder) Record(s monitor.Sample) {
 	res := s.Result
-	r.s.Add(s.Target, s.Scenario, capacity.Point{Time: s.Time, Load: s.Load, TTFT: res.TTFT.Seconds(), E2E: res.E2E.Seconds(),
+	r.d.store.Add(s.Target, s.Scenario, capacity.Point{Time: s.Time, Load: s.Load, TTFT: res.TTFT.Seconds(), E2E: res.E2E.Seconds(),
 		ITL: res.ITL().Seconds(), Decode: res.DecodeTPS()})
+}
+
+// Burst implements monitor.Calibrator: the scenario of the target's use case
+// that wants the largest calibration burst now.
+func (r recorder) Burst(target string, load float64, maxBurst int) (scenario string, n int) {
+	cfg, seeds := r.d.state()
+	now := time.Now()
+	for _, u := range cfg.UseCases {
+		if k := capacity.Burst(r.d.estimate(seeds, target, u, load, now), load, maxBurst); k > n {
+			scenario, n = u.Scenario, k
+		}
+	}
+	return scenario, n
 }
 
 func toUseCase(u config.UseCase) capacity.UseCase {
@@ -288,11 +302,19 @@ func (d *daemon) useCases() []capacity.UseCase {
 	return out
 }
 
+func (d *daemon) state() (*config.Config, seeds) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.cfg, d.seeds
+}
+
+func (d *daemon) estimate(seeds seeds, target string, u config.UseCase, load float64, now time.Time) capacity.Estimate {
+	return capacity.Seeded(target, toUseCase(u), d.store.Window(target, u.Scenario, now.Add(-u.Window)), seeds[target][u.Scenario], load)
+}
+
 // estimates evaluates every target and use case of the running configuration.
 func (d *daemon) estimates() []capacity.Estimate {
-	d.mu.Lock()
-	cfg, seeds := d.cfg, d.seeds
-	d.mu.Unlock()
+	cfg, seeds := d.state()
 	now := time.Now()
 	loads := map[string]float64{}
 	for _, s := range d.mon.Status() {
@@ -309,8 +331,7 @@ func (d *daemon) estimates() []capacity.Estimate {
 			load = math.NaN()
 		}
 		for _, u := range cfg.UseCases {
-			out = append(out, capacity.Seeded(t.Name, toUseCase(u), d.store.Window(t.Name, u.Scenario, now.Add(-u.Window)),
-				seeds[t.Name][u.Scenario], load))
+			out = append(out, d.estimate(seeds, t.Name, u, load, now))
 		}
 	}
 	return out

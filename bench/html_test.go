@@ -74,8 +74,16 @@ func TestHTMLChartsDrawInChromium(t *testing.T) {
 	if err := rep.WriteAll(dir); err != nil {
 		t.Fatal(err)
 	}
+	// Chromium's helper processes can still write to the profile after the
+	// browser exits, which fails t.TempDir's cleanup: the profile gets its own
+	// directory, removed on a best-effort basis after the browser is gone.
+	profile, err := os.MkdirTemp("", "headroom-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(profile)
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox,
-		chromedp.DisableGPU, chromedp.WindowSize(1000, 800), chromedp.UserDataDir(filepath.Join(dir, "profile")))
+		chromedp.DisableGPU, chromedp.WindowSize(1000, 800), chromedp.UserDataDir(profile))
 	actx, cancel := chromedp.NewExecAllocator(t.Context(), opts...)
 	defer cancel()
 	ctx, cancel := chromedp.NewContext(actx)

@@ -195,7 +195,7 @@ func (c *Config) Validate() error {
 	}
 	if b := c.Calibration.MaxBurst; b < 2 || b > 64 {
 		bad("calibration.max_burst", "must be in [2, 64], got %d", b)
-	} else if c.MaxInFlight > 0 && b > c.MaxInFlight {
+	} else if c.Calibration.Enabled && c.MaxInFlight > 0 && b > c.MaxInFlight {
 		bad("calibration.max_burst", "must not exceed max_in_flight (%d), got %d", c.MaxInFlight, b)
 	}
 	switch c.Power.Source {

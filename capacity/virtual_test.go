@@ -56,23 +56,10 @@ func (w *world) submit(context, output int, probe bool) *vreq {
 	return r
 }
 
-// setUsers changes the number of background users: leaving users abandon
-// their requests; arriving ones start within spread seconds.
+// setUsers raises the number of background users to n (levels only rise
+// here): the new ones arrive within spread seconds.
 func (w *world) setUsers(n int, spread float64) {
-	active := len(w.users) + len(w.starts)
-	for ; active > n && len(w.starts) > 0; active-- {
-		w.starts = w.starts[1:]
-	}
-	for id := range w.users {
-		if active <= n {
-			break
-		}
-		w.eng.Cancel(id)
-		delete(w.reqs, id)
-		delete(w.users, id)
-		active--
-	}
-	for ; active < n; active++ {
+	for active := len(w.users) + len(w.starts); active < n; active++ {
 		w.starts = append(w.starts, w.eng.Now()+spread*w.rnd.Float64())
 	}
 	sort.Float64s(w.starts)

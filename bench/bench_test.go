@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"log/slog"
 	"math"
 	"net/http"
@@ -17,11 +16,10 @@ import (
 
 	"github.com/headroom-dev/headroom/config"
 	"github.com/headroom-dev/headroom/engine"
+	"github.com/headroom-dev/headroom/internal/golden"
 	"github.com/headroom-dev/headroom/probe"
 	"github.com/headroom-dev/headroom/sim"
 )
-
-var update = flag.Bool("update", false, "rewrite golden files")
 
 // startSim serves a simulator profile on loopback, time-scaled; counted
 // counts the completion requests it answered.
@@ -258,19 +256,7 @@ func TestOutputsGolden(t *testing.T) {
 			if err := write(&b); err != nil {
 				t.Fatal(err)
 			}
-			golden := filepath.Join("testdata", name+".golden")
-			if *update {
-				if err := os.WriteFile(golden, b.Bytes(), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !bytes.Equal(b.Bytes(), want) {
-				t.Errorf("%s differs from %s (run with -update to accept):\n%s", name, golden, b.String())
-			}
+			golden.Check(t, filepath.Join("testdata", name+".golden"), b.Bytes())
 		})
 	}
 }

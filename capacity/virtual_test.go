@@ -2,17 +2,16 @@ package capacity_test
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"sort"
 	"testing"
 	"text/tabwriter"
 	"time"
 
 	"github.com/headroom-dev/headroom/capacity"
+	"github.com/headroom-dev/headroom/internal/golden"
 	"github.com/headroom-dev/headroom/monitor"
 	"github.com/headroom-dev/headroom/sim"
 )
@@ -266,26 +265,6 @@ func TestCapacityInVirtualTime(t *testing.T) {
 		}
 	}
 	tw.Flush()
-	const golden = "testdata/virtual.golden"
-	if *update {
-		if err := os.WriteFile(golden, b.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(want, b.Bytes()) {
-		t.Errorf("table drifted from %s (go test ./capacity -run VirtualTime -update, then review and copy it to docs/capacity.md):\n%s", golden, b.String())
-	}
-	doc, err := os.ReadFile("../docs/capacity.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Contains(doc, want) {
-		t.Error("docs/capacity.md does not show capacity/testdata/virtual.golden: copy the table again")
-	}
+	golden.Check(t, "testdata/virtual.golden", b.Bytes())
+	golden.Shown(t, "../docs/capacity.md", "testdata/virtual.golden")
 }
-
-var update = flag.Bool("update", false, "rewrite golden files")

@@ -2,13 +2,11 @@ package sim
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
-	"os"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite golden files")
+	"github.com/headroom-dev/headroom/internal/golden"
+)
 
 // TestValidateGolden pins the whole comparison with the reference reports: any
 // change of model or profiles that moves a figure shows up here, and the
@@ -28,34 +26,12 @@ func TestValidateGolden(t *testing.T) {
 		PrintChecks(&b, r, Validate(p.Params, r))
 		b.WriteString("\n")
 	}
-	const golden = "testdata/validate.golden"
-	if *update {
-		if err := os.WriteFile(golden, b.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(want, b.Bytes()) {
-		t.Errorf("validation table drifted from %s (run go test ./sim -run TestValidateGolden -update and review):\n%s", golden, b.String())
-	}
+	golden.Check(t, "testdata/validate.golden", b.Bytes())
 }
 
 // TestDocShowsGolden keeps the table in docs/simulator.md the one a run produced.
 func TestDocShowsGolden(t *testing.T) {
-	golden, err := os.ReadFile("testdata/validate.golden")
-	if err != nil {
-		t.Fatal(err)
-	}
-	doc, err := os.ReadFile("../docs/simulator.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Contains(doc, golden) {
-		t.Error("docs/simulator.md does not contain sim/testdata/validate.golden: copy the table again")
-	}
+	golden.Shown(t, "../docs/simulator.md", "testdata/validate.golden")
 }
 
 func TestProfilesCoverEveryReport(t *testing.T) {

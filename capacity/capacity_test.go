@@ -89,6 +89,50 @@ func TestMarginAndHeadroomMoveWithLoad(t *testing.T) {
 	}
 }
 
+// Lone probes and bursts make two curves: the steady one from lone probes at
+// production's loads, the burst one from requests sent together; the
+// capacity is the lower, and the margin is the lone probes' alone.
+func TestSteadyAndBurstCurves(t *testing.T) {
+	var ps []Point
+	for i := range 10 {
+		load := float64(2 + i%5)
+		ps = append(ps, Point{Time: t0.Add(time.Duration(i) * time.Minute), Load: load, TTFT: 0.1 * load, Decode: 100})
+	}
+	// Bursts of 3 and 6: TTFTs queue one behind the other (mean 0.2 s x n);
+	// each probe but the last admitted decoded between later prefills.
+	for _, n := range []int{3, 6} {
+		at := t0.Add(time.Duration(n) * time.Hour)
+		for k := 1; k <= n; k++ {
+			decode := 5.0
+			if k == n {
+				decode = 50
+			}
+			ps = append(ps, Point{Time: at, Load: float64(n), TTFT: 0.4 * float64(k*n) / float64(n+1), Decode: decode, Burst: n})
+		}
+	}
+	u := UseCase{Name: "c", Statistic: "mean", TTFTMax: 1, DecodeMin: 20}
+	e := Evaluate("a", u, ps, 4)
+	// Steady: TTFT 0.1 x load reaches 1 s at 10, within twice the highest load (6).
+	if math.Abs(e.SteadyCapacity-10) > 1e-6 {
+		t.Errorf("steady capacity %.2f, want 10 (%s)", e.SteadyCapacity, e.SLOs[0].Why)
+	}
+	// Burst: mean TTFT 0.6 at 3 and 1.2 at 6 cross 1 s at 5. Decode: the last
+	// admitted probes' 50 tok/s hold; the others' 5 tok/s would not.
+	if math.Abs(e.BurstCapacity-5) > 1e-6 || !math.IsInf(e.SLOs[1].BurstCapacity, 1) {
+		t.Errorf("burst capacity %.2f (decode %.2f), want 5 (decode not reached)", e.BurstCapacity, e.SLOs[1].BurstCapacity)
+	}
+	if e.Capacity != e.BurstCapacity || math.Abs(e.Free-1) > 1e-6 {
+		t.Errorf("capacity %.2f free %.2f, want the lower curve's 5 and 1 free at load 4", e.Capacity, e.Free)
+	}
+	if math.Abs(e.SLOs[0].Value-0.4) > 1e-9 || math.Abs(e.Margin-0.6) > 1e-9 {
+		t.Errorf("TTFT %.3f margin %.3f, want the lone probes' 0.4 and 0.6", e.SLOs[0].Value, e.Margin)
+	}
+	// Without the bursts the steady curve alone carries the estimate.
+	if e := Evaluate("a", u, ps[:10], 4); e.Capacity != e.SteadyCapacity || !math.IsNaN(e.BurstCapacity) {
+		t.Errorf("lone probes only: capacity %.2f steady %.2f burst %.2f", e.Capacity, e.SteadyCapacity, e.BurstCapacity)
+	}
+}
+
 func TestIsotonicPoolsDips(t *testing.T) {
 	c := isotonic(Curve{{1, 1, 1}, {2, 3, 1}, {3, 2, 1}, {4, 5, 2}}, true)
 	want := []float64{1, 2.5, 2.5, 5}
@@ -143,43 +187,58 @@ func BenchmarkEvaluate(b *testing.B) {
 }
 
 func TestBurst(t *testing.T) {
-	at := func(loads ...float64) []Point {
+	lone := func(loads ...float64) []Point {
 		ps := make([]Point, len(loads))
 		for i, l := range loads {
 			ps[i] = Point{Time: t0, Load: l, TTFT: 0.1}
 		}
 		return ps
 	}
-	u := UseCase{Name: "c", Statistic: "mean", TTFTMax: 1}
-	tests := []struct {
-		name    string
-		points  []Point
-		load    float64
-		ttftMax float64
-		want    int
-	}{
-		{"no probe yet", nil, 1, 1, 0},
-		{"flat load: up to twice the highest", at(2, 2, 2, 2, 2, 2, 2, 2, 2), 1, 1, 3},
-		{"at least MinSpread+1", at(1, 1, 1), 0, 1, 3},
-		{"capped", at(1, 2, 6, 7, 7, 7, 7, 7, 7), 1, 1, 8},
-		{"busier than the median", at(1, 1, 1, 4, 4), 3, 1, 0},
-		{"load unknown", at(1, 1, 1), math.NaN(), 1, 0},
-		{"capacity known", linear(200, 1, 0.5, 0.8, 0.01, 0.004), 1, 0.5 + 0.8*6.5, 0},
+	// burst adds a burst of n probes at a level whose mean TTFT is ttft
+	// against the 1 s threshold below: its margin is 1-ttft.
+	burst := func(ps []Point, level float64, n int, ttft float64) []Point {
+		for range n {
+			ps = append(ps, Point{Time: t0.Add(time.Duration(level) * time.Second), Load: level, TTFT: ttft, Burst: n})
+		}
+		return ps
 	}
+	tests := []struct {
+		name           string
+		points         []Point
+		load, queued   float64
+		maxBurst, want int
+	}{
+		{"no probe yet", nil, 1, 0, 8, 0},
+		{"first burst: production's highest load", lone(2, 2, 6, 6, 6), 1, 0, 8, 6},
+		{"first burst: at least MinSpread+1", lone(1, 1, 1), 0, 0, 8, 3},
+		{"queued requests arrive with it", lone(2, 2, 6, 6, 6), 2, 2, 8, 4},
+		{"at most maxBurst", lone(2, 20, 20), 1, 0, 8, 8},
+		{"at least two", lone(3, 3, 3), 3, 2, 8, 2},
+		{"one passing level: twice it", burst(lone(1, 1, 1), 5, 4, 0.5), 1, 0, 16, 10},
+		{"extrapolates the margin's fall", burst(lone(1, 1, 1), 6, 5, 0.6), 1, 0, 16, 10},
+		{"at most doubling", burst(lone(1, 1, 1), 4, 3, 0.4), 1, 0, 16, 8},
+		{"aims between pass and fail", burst(burst(lone(1, 1, 1), 4, 3, 0.5), 12, 11, 1.5), 1, 0, 16, 8},
+		{"bracketed closely enough", burst(burst(lone(1, 1, 1), 8, 7, 0.9), 10, 9, 1.1), 1, 0, 16, 0},
+		{"largest allowed burst measured", burst(lone(1, 1, 1), 8, 8, 0.5), 1, 0, 8, 0},
+		{"fails at the lowest level: halves it", burst(lone(2, 2, 2), 8, 8, 2), 2, 0, 8, 4},
+		{"fails at two requests", burst(lone(2, 2, 2), 3, 3, 2), 2, 0, 8, 0},
+		{"busier than the median", lone(1, 1, 1, 4, 4), 3, 0, 8, 0},
+		{"load unknown", lone(1, 1, 1), math.NaN(), 0, 8, 0},
+	}
+	u := UseCase{Name: "c", Statistic: "mean", TTFTMax: 1}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			u := UseCase{Name: "c", Statistic: "mean", TTFTMax: tc.ttftMax}
-			if got := Burst(Evaluate("a", u, tc.points, tc.load), tc.load, 8); got != tc.want {
+			if got := Burst(Evaluate("a", u, tc.points, tc.load), tc.load, tc.queued, tc.maxBurst); got != tc.want {
 				t.Errorf("Burst = %d, want %d", got, tc.want)
 			}
 		})
 	}
 	// An SLO breached now: more load would only hurt.
-	slow := at(1, 1, 1)
+	slow := lone(1, 1, 1)
 	for i := range slow {
 		slow[i].TTFT = 2
 	}
-	if got := Burst(Evaluate("a", u, slow, 1), 1, 8); got != 0 {
+	if got := Burst(Evaluate("a", u, slow, 1), 1, 0, 8); got != 0 {
 		t.Errorf("burst of %d while breached", got)
 	}
 }

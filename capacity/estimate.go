@@ -2,7 +2,9 @@ package capacity
 
 import (
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -32,10 +34,15 @@ type SLO struct {
 	// Value is the window's statistic, Margin its relative distance to the threshold.
 	Value  float64 `json:"value"`
 	Margin float64 `json:"margin"`
-	// Capacity is the load at which the fitted curve reaches the threshold.
-	Capacity float64 `json:"capacity"`
-	Curve    Curve   `json:"curve"`
-	Why      string  `json:"why,omitempty"`
+	// Capacity is the load at which the steady-state curve reaches the
+	// threshold, BurstCapacity the same on the burst curve (see Evaluate);
+	// +Inf when the curve stays within it, NaN when it cannot be fitted (Why).
+	Capacity      float64 `json:"capacity"`
+	Curve         Curve   `json:"curve"`
+	Why           string  `json:"why,omitempty"`
+	BurstCapacity float64 `json:"burst_capacity"`
+	BurstCurve    Curve   `json:"burst_curve"`
+	BurstWhy      string  `json:"burst_why,omitempty"`
 }
 
 // Estimate is the state of one target and use case.
@@ -43,12 +50,16 @@ type Estimate struct {
 	Target   string  `json:"target"`
 	UseCase  string  `json:"use_case"`
 	Scenario string  `json:"scenario"`
-	Capacity float64 `json:"capacity"` // NaN when unknown; see Why
-	Load     float64 `json:"load"`     // requests in flight now, NaN if unknown
-	Free     float64 `json:"free"`
-	Ratio    float64 `json:"ratio"`
-	Margin   float64 `json:"margin"` // smallest SLO margin over the window; < 0: breached
-	Samples  int     `json:"samples"`
+	Capacity float64 `json:"capacity"` // the lower of the two below that is known; NaN: see Why
+	// SteadyCapacity rests on lone probes, BurstCapacity on requests sent
+	// together (see Evaluate).
+	SteadyCapacity float64 `json:"steady_capacity"`
+	BurstCapacity  float64 `json:"burst_capacity"`
+	Load           float64 `json:"load"` // requests in flight now, NaN if unknown
+	Free           float64 `json:"free"`
+	Ratio          float64 `json:"ratio"`
+	Margin         float64 `json:"margin"` // smallest SLO margin over the window; < 0: breached
+	Samples        int     `json:"samples"`
 	// Seed counts the bench points the estimate also rests on; 0: probes alone.
 	Seed   int     `json:"seed_points,omitempty"`
 	Why    string  `json:"why,omitempty"`
@@ -84,63 +95,69 @@ func metric(name string) (value func(Point) float64, increasing bool) {
 }
 
 // Evaluate estimates a use case from its window's points at the current load.
+// Two curves come out of the same window. The steady-state curve rests on lone
+// probes, each at the load production made: what a request arriving among
+// independent users meets. The burst curve rests on requests sent together (a
+// calibration burst, a bench cell, or a lone probe on an idle server, a burst
+// of one): what the reference reports measure, N requests queued at the same
+// instant. Queued together, N prefills delay one another, so the burst
+// capacity is the lower; the estimate is the lower of the two that are known.
 func Evaluate(target string, u UseCase, points []Point, load float64) Estimate {
-	e := Estimate{Target: target, UseCase: u.Name, Scenario: u.Scenario, Capacity: math.NaN(), Load: load,
+	e := Estimate{Target: target, UseCase: u.Name, Scenario: u.Scenario, Capacity: math.NaN(),
+		SteadyCapacity: math.NaN(), BurstCapacity: math.NaN(), Load: load,
 		Free: math.NaN(), Ratio: math.NaN(), Margin: math.NaN(), Samples: len(points), Points: points}
 	e.SLOs = u.SLOs()
 	if len(points) == 0 {
 		e.Why = "no successful probe in the window"
 		return e
 	}
-	lo, hi := math.Inf(1), math.Inf(-1)
+	var lone, together []Point
+	bursts := false
 	for _, p := range points {
-		if !math.IsNaN(p.Load) {
-			lo, hi = math.Min(lo, p.Load), math.Max(hi, p.Load)
+		if p.Burst == 0 {
+			lone = append(lone, p)
 		}
+		if p.Burst > 0 || p.Load <= 1.5 {
+			together = append(together, p)
+		}
+		bursts = bursts || p.Burst > 1
 	}
-	spread := hi - lo
+	steadyShort, burstShort := steadyEnough(lone), burstEnough(together)
 	e.Margin = math.Inf(1)
-	// An SLO whose curve does not reach its threshold within Reach holds up to
-	// there, so it does not bound the capacity; too little data bounds nothing.
-	capacity, insufficient := math.Inf(1), false
 	for i := range e.SLOs {
 		s := &e.SLOs[i]
 		value, increasing := metric(s.Name)
-		vs := make([]float64, len(points))
-		for j, p := range points {
-			vs[j] = value(p)
-		}
-		s.Value = Statistic(vs, u.Statistic)
+		// The margin is the probes' at the loads production makes now.
+		s.Value = Statistic(values(lone, value), u.Statistic)
 		if increasing {
 			s.Margin = (s.Threshold - s.Value) / s.Threshold
 		} else {
 			s.Margin = (s.Value - s.Threshold) / s.Threshold
 		}
 		e.Margin = math.Min(e.Margin, s.Margin)
-		s.Capacity = math.NaN()
-		switch {
-		case len(points) < MinSamples:
-			s.Why = fmt.Sprintf("%d samples in the window, %d needed", len(points), MinSamples)
-			insufficient = true
-		case !(spread >= MinSpread):
-			s.Why = fmt.Sprintf("observed load spans %.1f requests, %.0f needed", math.Max(0, spread), MinSpread)
-			insufficient = true
-		default:
-			s.Curve = isotonic(bin(points, value, u.Statistic), increasing)
-			if c, ok := s.Curve.crossing(s.Threshold, increasing, Reach); ok {
-				s.Capacity = c
-				capacity = math.Min(capacity, c)
-			} else {
-				s.Why = fmt.Sprintf("threshold not reached up to %.0fx the highest observed load (%.1f)", Reach, hi)
-			}
+		s.Capacity, s.Curve, s.Why = solve(lone, value, u.Statistic, increasing, s.Threshold, steadyShort)
+		burst := together
+		if s.Name == "decode_tokens_per_second" || s.Name == "itl_seconds" {
+			burst = settled(together)
 		}
-		if s.Why != "" && e.Why == "" {
-			e.Why = s.Name + ": " + s.Why
-		}
+		s.BurstCapacity, s.BurstCurve, s.BurstWhy = solve(burst, value, u.Statistic, increasing, s.Threshold, burstShort)
 	}
-	if !insufficient && !math.IsInf(capacity, 1) {
-		e.Capacity = capacity
-		e.Why = ""
+	var steadyWhy, burstWhy string
+	e.SteadyCapacity, steadyWhy = lowest(e.SLOs, func(s SLO) (float64, string) { return s.Capacity, s.Why })
+	e.BurstCapacity, burstWhy = lowest(e.SLOs, func(s SLO) (float64, string) { return s.BurstCapacity, s.BurstWhy })
+	switch {
+	case math.IsNaN(e.BurstCapacity):
+		e.Capacity = e.SteadyCapacity
+	case math.IsNaN(e.SteadyCapacity):
+		e.Capacity = e.BurstCapacity
+	default:
+		e.Capacity = math.Min(e.SteadyCapacity, e.BurstCapacity)
+	}
+	if math.IsNaN(e.Capacity) {
+		e.Why = steadyWhy
+		if bursts {
+			e.Why += "; bursts: " + burstWhy
+		}
 	}
 	if !math.IsNaN(e.Capacity) && !math.IsNaN(load) {
 		e.Free = e.Capacity - load
@@ -153,10 +170,114 @@ func Evaluate(target string, u UseCase, points []Point, load float64) Estimate {
 	return e
 }
 
+// settled keeps, of each burst, the probe that got its first token last: the
+// only one that decoded with every other request of the burst admitted, as a
+// report's 1024-token requests mostly do. The others decoded their few
+// tokens between the later ones' prefill chunks, slower than any report
+// measured at that concurrency. A burst's probes share its Time and level.
+func settled(together []Point) []Point {
+	type key struct {
+		at    time.Time
+		level float64
+	}
+	last := map[key]int{}
+	var out []Point
+	for i, p := range together {
+		if p.Burst < 2 {
+			out = append(out, p)
+			continue
+		}
+		k := key{p.Time, p.Load}
+		if j, ok := last[k]; !ok || p.TTFT > together[j].TTFT {
+			last[k] = i
+		}
+	}
+	idx := slices.Sorted(maps.Values(last)) // map order would reorder the sums
+	for _, i := range idx {
+		out = append(out, together[i])
+	}
+	return out
+}
+
+// steadyEnough says why lone probes cannot carry a fit, "" when they can:
+// production's load wanders, so a curve needs samples across a spread.
+func steadyEnough(lone []Point) string {
+	if len(lone) < MinSamples {
+		return fmt.Sprintf("%d samples in the window, %d needed", len(lone), MinSamples)
+	}
+	if spread := loadSpread(lone); !(spread >= MinSpread) {
+		return fmt.Sprintf("observed load spans %.1f requests, %.0f needed", math.Max(0, spread), MinSpread)
+	}
+	return ""
+}
+
+// burstEnough says why requests sent together cannot carry a fit. A burst is
+// a benchmark cell: its mean stands for its level as one cell of a report
+// does, so levels, not samples, are what it needs.
+func burstEnough(together []Point) string {
+	if spread := loadSpread(together); !(spread >= MinSpread) {
+		return fmt.Sprintf("burst levels span %.1f requests, %.0f needed", math.Max(0, spread), MinSpread)
+	}
+	return ""
+}
+
+func loadSpread(points []Point) float64 {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, p := range points {
+		if !math.IsNaN(p.Load) {
+			lo, hi = math.Min(lo, p.Load), math.Max(hi, p.Load)
+		}
+	}
+	return hi - lo
+}
+
+func values(points []Point, value func(Point) float64) []float64 {
+	vs := make([]float64, len(points))
+	for i, p := range points {
+		vs[i] = value(p)
+	}
+	return vs
+}
+
+// solve fits one metric's load-response and finds where it reaches the
+// threshold: NaN with the reason when the points cannot carry a fit (short is
+// that reason), +Inf when the curve stays within the threshold as far as
+// Reach lets it be followed, which bounds nothing.
+func solve(points []Point, value func(Point) float64, stat string, increasing bool, threshold float64, short string) (float64, Curve, string) {
+	c := isotonic(bin(points, value, stat), increasing)
+	if short != "" {
+		return math.NaN(), c, short
+	}
+	if l, ok := c.crossing(threshold, increasing, Reach); ok {
+		return l, c, ""
+	}
+	return math.Inf(1), c, fmt.Sprintf("threshold not reached up to %.0fx the highest observed load (%.1f)", Reach, c[len(c)-1].Load)
+}
+
+// lowest is the smallest of the SLOs' capacities on one curve: NaN when any
+// cannot be fitted or when none reaches its threshold, with the first reason.
+func lowest(slos []SLO, get func(SLO) (float64, string)) (float64, string) {
+	c, why := math.Inf(1), ""
+	for _, s := range slos {
+		v, w := get(s)
+		if w != "" && why == "" {
+			why = s.Name + ": " + w
+		}
+		c = math.Min(c, v)
+		if math.IsNaN(v) {
+			c = math.NaN()
+		}
+	}
+	if math.IsInf(c, 1) {
+		return math.NaN(), why
+	}
+	return c, why
+}
+
 // Seeded evaluates with a benchmark's points (a `headroom bench` run of the
-// same server, load = its concurrency) as a prior: while the window's probes
-// alone cannot carry an estimate, probes and bench points together do. The
-// margins stay those of the probes at the current load.
+// same server: cells of requests sent together) as a prior: while the
+// window's probes alone cannot carry an estimate, probes and bench points
+// together do. The margins stay those of the probes at the current load.
 func Seeded(target string, u UseCase, points, seed []Point, load float64) Estimate {
 	e := Evaluate(target, u, points, load)
 	if !math.IsNaN(e.Capacity) || len(seed) == 0 {
@@ -166,10 +287,7 @@ func Seeded(target string, u UseCase, points, seed []Point, load float64) Estima
 	if math.IsNaN(s.Capacity) {
 		return e
 	}
-	for i := range s.SLOs {
-		s.SLOs[i].Value, s.SLOs[i].Margin = e.SLOs[i].Value, e.SLOs[i].Margin
-	}
-	s.Margin, s.Samples, s.Points, s.Seed = e.Margin, e.Samples, e.Points, len(seed)
+	s.Samples, s.Points, s.Seed = e.Samples, e.Points, len(seed)
 	s.Why = "capacity from the bench seed and probes; probes alone: " + e.Why
 	return s
 }

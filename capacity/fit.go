@@ -74,7 +74,7 @@ func isotonic(c Curve, increasing bool) Curve {
 
 // crossing is the load at which a fitted curve reaches limit (bad is above
 // the limit when increasing). It interpolates between knots and extrapolates
-// the curve's overall slope at most reach times the highest observed load.
+// at most reach times the highest observed load.
 // ok is false when the curve does not reach the limit within that reach.
 func (c Curve) crossing(limit float64, increasing bool, reach float64) (load float64, ok bool) {
 	bad := func(v float64) bool {
@@ -101,12 +101,29 @@ func (c Curve) crossing(limit float64, increasing bool, reach float64) (load flo
 			return interpolate(c[i-1], c[i], limit), true
 		}
 	}
-	first, last := c[0], c[len(c)-1]
-	if last.Load <= first.Load || last.Value == first.Value {
+	if len(c) < 2 {
 		return math.NaN(), false
 	}
-	l := interpolate(first, last, limit)
-	if l > last.Load && l <= reach*last.Load {
+	// Past the last knot, follow the steeper of the overall slope and the
+	// upper half's (from the first knot at half the highest load or above):
+	// a load-response bends upward as queues form, and the estimate must not
+	// promise what either trend denies.
+	last, upper := c[len(c)-1], c[len(c)-2]
+	for _, k := range c {
+		if k.Load >= last.Load/2 {
+			upper = k
+			break
+		}
+	}
+	l := math.Inf(1)
+	for _, from := range []Knot{c[0], upper} {
+		if last.Load > from.Load && last.Value != from.Value {
+			if x := interpolate(from, last, limit); x > last.Load {
+				l = math.Min(l, x)
+			}
+		}
+	}
+	if l <= reach*last.Load {
 		return l, true
 	}
 	return math.NaN(), false

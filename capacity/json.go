@@ -26,7 +26,11 @@ func (s SLO) MarshalJSON() ([]byte, error) {
 		Capacity  num    `json:"capacity"`
 		Curve     Curve  `json:"curve"`
 		Why       string `json:"why,omitempty"`
-	}{s.Name, num(s.Threshold), num(s.Value), num(s.Margin), num(s.Capacity), s.Curve, s.Why})
+		BurstCap  num    `json:"burst_capacity"`
+		BurstC    Curve  `json:"burst_curve"`
+		BurstWhy  string `json:"burst_why,omitempty"`
+	}{s.Name, num(s.Threshold), num(s.Value), num(s.Margin), num(s.Capacity), s.Curve, s.Why,
+		num(s.BurstCapacity), s.BurstCurve, s.BurstWhy})
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -38,16 +42,20 @@ func (e Estimate) MarshalJSON() ([]byte, error) {
 		E2E    num    `json:"e2e_s"`
 		ITL    num    `json:"itl_s"`
 		Decode num    `json:"decode_tps"`
+		Burst  int    `json:"burst,omitempty"`
 	}, len(e.Points))
 	for i, p := range e.Points {
 		pts[i].Time = p.Time.UTC().Format("2006-01-02T15:04:05.000Z07:00")
 		pts[i].Load, pts[i].TTFT, pts[i].E2E, pts[i].ITL, pts[i].Decode = num(p.Load), num(p.TTFT), num(p.E2E), num(p.ITL), num(p.Decode)
+		pts[i].Burst = p.Burst
 	}
 	return json.Marshal(struct {
 		Target   string `json:"target"`
 		UseCase  string `json:"use_case"`
 		Scenario string `json:"scenario"`
 		Capacity num    `json:"capacity"`
+		Steady   num    `json:"steady_capacity"`
+		BurstCap num    `json:"burst_capacity"`
 		Load     num    `json:"load"`
 		Free     num    `json:"free"`
 		Ratio    num    `json:"ratio"`
@@ -57,5 +65,5 @@ func (e Estimate) MarshalJSON() ([]byte, error) {
 		Why      string `json:"why,omitempty"`
 		SLOs     []SLO  `json:"slos"`
 		Points   any    `json:"points"`
-	}{e.Target, e.UseCase, e.Scenario, num(e.Capacity), num(e.Load), num(e.Free), num(e.Ratio), num(e.Margin), e.Samples, e.Seed, e.Why, e.SLOs, pts})
+	}{e.Target, e.UseCase, e.Scenario, num(e.Capacity), num(e.SteadyCapacity), num(e.BurstCapacity), num(e.Load), num(e.Free), num(e.Ratio), num(e.Margin), e.Samples, e.Seed, e.Why, e.SLOs, pts})
 }

@@ -11,7 +11,10 @@ import (
 
 // Point is one successful probe. Times are seconds; Load is the requests in
 // flight while it ran, itself included (NaN when the server's metrics were not
-// readable: such points count for margins, not for the fit).
+// readable: such points count for margins, not for the fit). Burst is the
+// number of requests sent together with it, itself included (a calibration
+// burst or a bench cell); 0 for a lone probe amid production traffic. The
+// probes of one burst share its Time, the moment it was sent.
 type Point struct {
 	Time   time.Time `json:"time"`
 	Load   float64   `json:"load"`
@@ -19,6 +22,7 @@ type Point struct {
 	E2E    float64   `json:"e2e_s"`
 	ITL    float64   `json:"itl_s"`
 	Decode float64   `json:"decode_tps"`
+	Burst  int       `json:"burst,omitempty"`
 }
 
 // MaxPoints bounds each series whatever the uptime: at the shortest interval

@@ -21,9 +21,13 @@ import (
 // Sample is one successful probe tagged with the load it met, for the capacity model.
 type Sample struct {
 	Target, Scenario string
-	Time             time.Time
-	Load             float64 // requests in flight during the probe, itself included; NaN if unknown
-	Result           probe.Result
+	Time             time.Time // when it ended; a burst's probes: when the burst was sent
+	// Load: a lone probe's requests in flight while it ran, itself included;
+	// a burst's, the requests queued together: the burst and those waiting
+	// when it was sent. NaN if unknown.
+	Load   float64
+	Burst  int // probes sent together, itself included; 0 for a lone probe
+	Result probe.Result
 }
 
 // Recorder receives probe samples (the capacity model).
@@ -36,7 +40,7 @@ type Recorder interface {
 // n < 2 for none. A Recorder that is also a Calibrator is asked before each
 // probe while calibration is enabled.
 type Calibrator interface {
-	Burst(target string, load float64, maxBurst int) (scenario string, n int)
+	Burst(target string, load engine.Load, maxBurst int) (scenario string, n int)
 }
 
 // Monitor owns the per-target loops. Apply swaps configurations safely.
@@ -279,7 +283,7 @@ func (t *target) wantBurst() (string, int) {
 		return "", 0
 	}
 	t.mu.Lock()
-	load, up := t.load.InFlight(), t.up
+	load, up := t.load, t.up
 	t.mu.Unlock()
 	if !up {
 		return "", 0
@@ -288,8 +292,10 @@ func (t *target) wantBurst() (string, int) {
 }
 
 // probeN sends n probes of a scenario at once and records them. busy is the
-// sum of their durations: each held a request slot of the server. ok is false
-// when ctx ended first.
+// time the target had a probe in flight, from the first sent to the last
+// done: a burst's probes queue behind one another's prefill, so the server
+// works for them about that long, not for the sum of their waits. ok is
+// false when ctx ended first.
 func (t *target) probeN(ctx context.Context, sc config.Scenario, n int) (busy time.Duration, ok bool) {
 	// All n slots at once: bursts of two targets taking slots one by one
 	// could each hold part and wait on the other forever.
@@ -301,36 +307,38 @@ func (t *target) probeN(ctx context.Context, sc config.Scenario, n int) (busy ti
 	if t.cfg.Engine != "none" {
 		before, beforeOK = t.scrape(ctx)
 	}
-	var mu sync.Mutex
+	start := time.Now()
 	var wg sync.WaitGroup
 	for range n {
 		wg.Go(func() {
-			start := time.Now()
 			s, ok := t.probeOnce(ctx, sc, before, beforeOK, n)
-			d := time.Since(start)
 			t.sem.Release(1)
-			mu.Lock()
-			busy += d
-			mu.Unlock()
 			if ok && t.m.rec != nil {
+				if n > 1 {
+					s.Time = start
+				}
 				t.m.rec.Record(s)
 			}
 		})
 	}
 	wg.Wait()
-	return busy, ctx.Err() == nil
+	return time.Since(start), ctx.Err() == nil
 }
 
 // probeOnce runs one probe that joins the target with n-1 others (a burst).
 // A lone probe's load is the mean of the engine's readings while it ran: the
 // one taken before plus itself, each scrape until it ends, the one after. A
-// burst's probes all carry the load the burst made, the reading before plus
-// n: a burst is a benchmark cell of n requests arriving together, and its
-// later probes, which wait longest, are the ones that see the others leave.
+// burst's probes all carry the requests queued together: n plus those
+// waiting before it. A burst is a benchmark cell of that many requests
+// arriving at once; the running ones are past their prefill and delay it
+// far less.
 func (t *target) probeOnce(ctx context.Context, sc config.Scenario, before engine.Load, beforeOK bool, n int) (Sample, bool) {
 	acc := &loadAcc{}
-	if beforeOK {
-		acc.add(before.InFlight() + float64(n))
+	switch {
+	case beforeOK && n > 1:
+		acc.add(before.Waiting + float64(n))
+	case beforeOK:
+		acc.add(before.InFlight() + 1)
 	}
 	if n == 1 {
 		t.mu.Lock()
@@ -369,7 +377,11 @@ func (t *target) probeOnce(ctx context.Context, sc config.Scenario, before engin
 	if acc.n > 0 {
 		load = acc.sum / acc.n
 	}
-	return Sample{Target: t.cfg.Name, Scenario: sc.Name, Time: now, Load: load, Result: res}, true
+	burst := 0
+	if n > 1 {
+		burst = n
+	}
+	return Sample{Target: t.cfg.Name, Scenario: sc.Name, Time: now, Load: load, Burst: burst, Result: res}, true
 }
 
 func scenario(ss []config.Scenario, name string) (config.Scenario, bool) {

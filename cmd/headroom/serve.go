@@ -28,6 +28,7 @@ import (
 	"github.com/headroom-dev/headroom/capacity"
 	"github.com/headroom-dev/headroom/collector"
 	"github.com/headroom-dev/headroom/config"
+	"github.com/headroom-dev/headroom/engine"
 	"github.com/headroom-dev/headroom/monitor"
 	"github.com/headroom-dev/headroom/power"
 )
@@ -266,16 +267,17 @@ type recorder struct{ d *daemon }
 func (r recorder) Record(s monitor.Sample) {
 	res := s.Result
 	r.d.store.Add(s.Target, s.Scenario, capacity.Point{Time: s.Time, Load: s.Load, TTFT: res.TTFT.Seconds(), E2E: res.E2E.Seconds(),
-		ITL: res.ITL().Seconds(), Decode: res.DecodeTPS()})
+		ITL: res.ITL().Seconds(), Decode: res.DecodeTPS(), Burst: s.Burst})
 }
 
 // Burst implements monitor.Calibrator: the scenario of the target's use case
 // that wants the largest calibration burst now.
-func (r recorder) Burst(target string, load float64, maxBurst int) (scenario string, n int) {
+func (r recorder) Burst(target string, load engine.Load, maxBurst int) (scenario string, n int) {
 	cfg, seeds := r.d.state()
 	now := time.Now()
 	for _, u := range cfg.UseCases {
-		if k := capacity.Burst(r.d.estimate(seeds, target, u, load, now), load, maxBurst); k > n {
+		e := r.d.estimate(seeds, target, u, load.InFlight(), now)
+		if k := capacity.Burst(e, load.InFlight(), load.Waiting, maxBurst); k > n {
 			scenario, n = u.Scenario, k
 		}
 	}

@@ -59,7 +59,7 @@ func (s *Schedule) Done(name string, start, end time.Time) {
 
 // Charge bills probe time that began at start to the budget: nothing more is
 // probed before busy/budget has passed since start. A calibration burst bills
-// the sum of its probes' durations, as each held a request slot of the server.
+// the time it had a probe in flight, from the first sent to the last done.
 func (s *Schedule) Charge(start time.Time, busy time.Duration) {
 	if r := start.Add(time.Duration(float64(busy) / s.budget)); r.After(s.ready) {
 		s.ready = r

@@ -42,14 +42,14 @@ func TestScheduleKeepsBudget(t *testing.T) {
 	}
 }
 
-// A calibration burst's probes are billed together: n probes of d seconds
-// keep the target quiet until n*d/budget after the burst began.
+// A calibration burst is billed once, for the time it held the target: 40 s
+// of it keep the target quiet until 40s/budget after the burst began.
 func TestScheduleChargesBursts(t *testing.T) {
 	start := time.Unix(0, 0)
 	s := NewSchedule([]string{"s"}, []time.Duration{time.Second}, 0.1, start, 1)
 	s.Charge(start, 4*10*time.Second)
 	if _, at := s.Next(); !at.Equal(start.Add(400 * time.Second)) {
-		t.Errorf("next probe at %s after a 4x10s burst, want 400s", at.Sub(start))
+		t.Errorf("next probe at %s after a 40s burst, want 400s", at.Sub(start))
 	}
 	s.Charge(start.Add(time.Second), time.Second) // a smaller bill never brings the next probe forward
 	if _, at := s.Next(); !at.Equal(start.Add(400 * time.Second)) {

@@ -33,14 +33,15 @@ func Burst(e Estimate, load, queued float64, maxBurst int) int {
 	if load > loads[len(loads)/2] {
 		return 0
 	}
-	level := nextLevel(burstMargins(e.SLOs), math.Max(loads[len(loads)-1], MinSpread+1))
+	ms := burstMargins(e.SLOs)
+	level := nextLevel(ms, math.Max(loads[len(loads)-1], MinSpread+1))
 	if level == 0 {
 		return 0
 	}
 	n := max(int(math.Round(level-queued)), 2)
 	if n > maxBurst {
 		n = maxBurst
-		if lp, _, ok := lastPass(burstMargins(e.SLOs)); ok && queued+float64(n) <= lp {
+		if lp, _, ok := lastPass(ms); ok && queued+float64(n) <= lp {
 			return 0 // the largest burst allowed was measured already
 		}
 	}

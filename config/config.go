@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/url"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"time"
@@ -95,7 +96,24 @@ func Load(path string) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
+	c.setDirectory(filepath.Dir(path))
 	return c, nil
+}
+
+// setDirectory makes the files a config names relative to the config file, as
+// Prometheus does, not to whatever directory the daemon was started from (/
+// under systemd).
+func (c *Config) setDirectory(dir string) {
+	join := func(p string) string {
+		if p == "" || filepath.IsAbs(p) {
+			return p
+		}
+		return filepath.Join(dir, p)
+	}
+	for i := range c.Targets {
+		c.Targets[i].APIKeyFile = join(c.Targets[i].APIKeyFile)
+		c.Targets[i].CapacitySeed = join(c.Targets[i].CapacitySeed)
+	}
 }
 
 // Parse decodes YAML strictly (unknown keys are errors), fills defaults and validates.

@@ -23,6 +23,31 @@ func TestLoadGood(t *testing.T) {
 	}
 }
 
+func TestFilesRelativeToConfig(t *testing.T) {
+	dir := t.TempDir()
+	path := dir + "/headroom.yml"
+	yml := "targets:\n" +
+		"  - {name: a, url: 'http://127.0.0.1:8000/', api_key_file: key, capacity_seed: bench/report.json}\n" +
+		"  - {name: b, url: 'http://127.0.0.1:8001/', api_key_file: /run/secrets/key}\n"
+	if err := os.WriteFile(path, []byte(yml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ got, want string }{
+		{c.Targets[0].APIKeyFile, dir + "/key"},
+		{c.Targets[0].CapacitySeed, dir + "/bench/report.json"},
+		{c.Targets[1].APIKeyFile, "/run/secrets/key"},
+		{c.Targets[1].CapacitySeed, ""},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("path %q, want %q", tc.got, tc.want)
+		}
+	}
+}
+
 func TestTRTLLMMetricsPath(t *testing.T) {
 	c, err := Parse([]byte("targets:\n  - {name: t, url: 'http://127.0.0.1:8000/', engine: trtllm}\n"))
 	if err != nil {

@@ -26,6 +26,9 @@ import (
 type linearServer struct {
 	bg, inflight atomic.Int64
 	peak         atomic.Int64 // most chat requests in flight at once
+	// slow multiplies every time (0: 1), so that the few milliseconds a
+	// loaded machine adds to each request weigh less in the law's slope.
+	slow float64
 }
 
 func (s *linearServer) load() int64 { return s.bg.Load() + s.inflight.Load() }
@@ -53,8 +56,9 @@ func (s *linearServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		defer s.inflight.Add(-1)
 		start := time.Now()
 		load := float64(s.load())
-		ttft := time.Duration((20 + 10*load) * float64(time.Millisecond))
-		itl := time.Duration((2 + 1*load) * float64(time.Millisecond))
+		ms := float64(time.Millisecond) * max(1, s.slow)
+		ttft := time.Duration((20 + 10*load) * ms)
+		itl := time.Duration((2 + 1*load) * ms)
 		w.Header().Set("Content-Type", "text/event-stream")
 		fl := w.(http.Flusher)
 		for i := range 8 {
@@ -165,17 +169,19 @@ func waitEstimates(t *testing.T, base string, limit time.Duration, done func(est
 // With no load of its own on the server, the probes alone meet load 1 only;
 // calibration bursts add the spread. A burst's probes arrive together, so
 // they measure what the reference reports call N concurrent requests: the
-// mean TTFT of a wave of N arrivals, 20 + 10(N+1)/2 ms here, reaches 85 ms at
-// N = 12 (one probe arriving amid N in flight, the linear law, reaches it at
-// 6.5). Bursts stop at 8, so 12 is reached by extrapolating their slope.
+// mean TTFT of a wave of N arrivals, 4 x (20 + 10(N+1)/2) ms here, reaches
+// 340 ms at N = 12 (one probe arriving amid N in flight, the linear law,
+// reaches it at 6.5). Bursts stop at 8, so 12 is reached by extrapolating
+// their slope, which is why the law is slowed down: at 1x, the 5 ms a loaded
+// 2-core machine adds to each request cost a whole request of capacity.
 func TestCalibrationBursts(t *testing.T) {
-	ls := &linearServer{}
+	ls := &linearServer{slow: 4}
 	srv := httptest.NewServer(ls)
 	defer srv.Close()
 	cfg := fmt.Sprintf("targets:\n  - {name: lin, url: %s, engine: vllm}\nprobe_budget: 0.5\nengine_scrape_interval: 100ms\n"+
 		"calibration: {enabled: true, max_burst: 8}\n"+
 		"scenarios:\n  - {name: s, input_tokens: 64, output_tokens: 8, interval: 1s}\n"+
-		"use_cases:\n  - {name: u, scenario: s, statistic: mean, ttft_max: 85ms}\n", srv.URL)
+		"use_cases:\n  - {name: u, scenario: s, statistic: mean, ttft_max: 340ms}\n", srv.URL)
 	path := filepath.Join(t.TempDir(), "headroom.yml")
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)

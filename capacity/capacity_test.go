@@ -147,6 +147,25 @@ func TestIsotonicPoolsDips(t *testing.T) {
 	}
 }
 
+func TestCrossingBetweenKnots(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		curve Curve
+		limit float64
+		want  float64
+	}{
+		{"linear within Reach", Curve{{10, 1, 1}, {15, 2, 1}}, 1.5, 12.5},
+		// Halfway in value across a gap of 4x is halfway in log load: 20, not 25.
+		{"log load across a wider gap", Curve{{10, 1, 1}, {40, 2, 1}}, 1.5, 20},
+		{"decreasing across a gap", Curve{{10, 100, 1}, {40, 20, 1}}, 60, 20},
+	} {
+		increasing := tc.curve[1].Value > tc.curve[0].Value
+		if got, ok := tc.curve.crossing(tc.limit, increasing, Reach); !ok || math.Abs(got-tc.want) > 1e-9 {
+			t.Errorf("%s: crossing = %v (ok %v), want %v", tc.name, got, ok, tc.want)
+		}
+	}
+}
+
 func TestStatistic(t *testing.T) {
 	vs := []float64{5, 1, 4, 2, 3}
 	for stat, want := range map[string]float64{"mean": 3, "p50": 3, "p90": 4.6, "p99": 4.96} {

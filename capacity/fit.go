@@ -98,7 +98,7 @@ func (c Curve) crossing(limit float64, increasing bool, reach float64) (load flo
 	}
 	for i := 1; i < len(c); i++ {
 		if bad(c[i].Value) {
-			return interpolate(c[i-1], c[i], limit), true
+			return between(c[i-1], c[i], limit), true
 		}
 	}
 	if len(c) < 2 {
@@ -127,6 +127,19 @@ func (c Curve) crossing(limit float64, increasing bool, reach float64) (load flo
 		return l, true
 	}
 	return math.NaN(), false
+}
+
+// between is where the curve reaches v between two knots: linearly when
+// they are within Reach of each other, as extrapolation is trusted that far;
+// in log load across a wider gap. There a load-response can bend anywhere
+// (a batch past the engine's CUDA-graph sizes, the KV cache filling) and
+// the crossing is known only to within the gap's ratio: splitting the ratio
+// rather than the difference keeps the estimate on the early side.
+func between(a, b Knot, v float64) float64 {
+	if b.Load <= Reach*a.Load || b.Value == a.Value {
+		return interpolate(a, b, v)
+	}
+	return a.Load * math.Pow(b.Load/a.Load, (v-a.Value)/(b.Value-a.Value))
 }
 
 func interpolate(a, b Knot, v float64) float64 {

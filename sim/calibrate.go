@@ -9,14 +9,14 @@ import (
 // positive, onto a profile: step_base, decode_per_seq, decode_exp,
 // decode_per_kv, prefill_per_token, prefill_attn, overhead, kv_capacity,
 // chunk_budget, throughput_accounting, prefill_slots, frontend_per_request,
-// decode_linear.
+// decode_linear, graph_batch, eager_step.
 func toParams(x []float64, r Report) Params {
 	e := func(i int) float64 { return math.Exp(x[i]) }
 	accounting := math.Min(1.2, math.Max(0.5, e(9)))
 	if r.StreamThroughput {
 		accounting = 0 // not used: see Report.StreamThroughput
 	}
-	return Params{
+	p := Params{
 		StepBase: e(0), DecodePerSeq: e(1), DecodeExp: math.Min(1.5, e(2)), DecodePerKV: e(3),
 		PrefillPerToken: e(4), PrefillAttn: e(5), Overhead: e(6),
 		KVCapacity:           int(math.Max(300_000, e(7))),
@@ -25,8 +25,14 @@ func toParams(x []float64, r Report) Params {
 		PrefillSlots:         int(math.Round(math.Max(1, math.Min(256, e(10))))),
 		FrontendPerRequest:   e(11),
 		DecodeLinear:         e(12),
+		GraphBatch:           int(math.Max(8, math.Min(512, e(13)))), // a batch over e(13) is one over its floor
+		EagerStep:            e(14),
 		MaxBatch:             512, GPUs: max(1, r.GPUs), IdleWatts: 0.12 * r.TDPWatts, MaxWatts: 0.9 * r.TDPWatts,
 	}
+	if p.GraphBatch >= p.MaxBatch {
+		p.GraphBatch, p.EagerStep = 0, 0 // every batch is captured
+	}
+	return p
 }
 
 // initial guesses from the single-request figures, so the search starts near.
@@ -52,9 +58,17 @@ func initial(r Report) []float64 {
 // Loss is the fit's objective for a report: weighted squared log errors of
 // every judged figure (key findings weigh most, info figures pull a little),
 // of each use case's capacity limit and of each safe queue depth.
-func Loss(p Params, r Report) float64 {
+func Loss(p Params, r Report) float64 { return loss(p, r, 0) }
+
+// The tolerance-aware term, added with weight steep, is validation's own
+// verdicts: each judged check's error beyond hinge of its tolerance costs
+// steeply, so that the fit trades a figure well inside for one just outside,
+// as validation counts them.
+const hinge = 0.8
+
+func loss(p Params, r Report, steep float64) float64 {
 	cells := cellCache{}
-	loss := 0.0
+	total := 0.0
 	for _, f := range r.Figures {
 		w := map[string]float64{"key": 3, "table": 1, "info": 0.2}[f.Kind]
 		if f.Note != "" || w == 0 {
@@ -65,7 +79,7 @@ func Loss(p Params, r Report) float64 {
 			return math.Inf(1)
 		}
 		d := math.Log(v / f.Value)
-		loss += w * d * d
+		total += w * d * d
 	}
 	// A capacity limit is where a use case's margin crosses zero: estimate
 	// that crossing from the margins at the limit and 30% above it, so the fit
@@ -83,34 +97,87 @@ func Loss(p Params, r Report) float64 {
 			cross = math.Min(cross, u.Capacity)
 		}
 		d := math.Log(cross / u.Capacity)
-		loss += 4 * d * d
+		total += 4 * d * d
 	}
 	for _, q := range r.SafeQueue {
-		d := math.Log(math.Max(0.5, SafeDepth(p, q)) / q.Depth)
-		loss += 2 * d * d
+		d := math.Log(math.Max(0.5, safeDepth(p, q, cells)) / q.Depth)
+		total += 2 * d * d
 	}
-	return loss
+	if steep > 0 {
+		for _, c := range validate(p, r, cells) {
+			if c.Judged {
+				total += steep * sq(c.outside(hinge))
+			}
+		}
+	}
+	return total
 }
 
+func sq(x float64) float64 { return x * x }
+
+// Steep weighs the tolerance-aware term in the fit's last phase.
+const Steep = 100
+
+// noGraph disables the graph-batch cliff: toParams clamps it to the batch.
+var noGraph = []float64{math.Log(1024), math.Log(1e-4)}
+
 // Calibrate fits a profile's parameters to a report's figures with Nelder-Mead
-// in log space. evals bounds the work; the result is deterministic.
+// in log space. evals bounds the work of each search; the result is
+// deterministic. The returned loss is Loss's.
 func Calibrate(r Report, evals int) (Params, float64) {
-	f := func(x []float64) float64 { return Loss(toParams(x, r), r) }
-	var best []float64
-	bestF := math.Inf(1)
-	// Scheduling is the most discrete choice: start once from first come first
-	// served prefill and once from a wave prefilling side by side.
+	objective := func(steep float64, fixed ...float64) func([]float64) float64 {
+		return func(x []float64) float64 {
+			return loss(toParams(append(append([]float64(nil), x...), fixed...), r), r, steep)
+		}
+	}
+	// The fewer the dimensions, the better the simplex does: first the
+	// engine without its graph-batch cliff, and the scheduling, the most
+	// discrete choice, started once from first come first served prefill and
+	// once from a wave prefilling side by side.
+	var plain []float64
+	plainF := math.Inf(1)
 	for _, slots := range []float64{1, 16} {
 		x0 := initial(r)
 		x0[10] = math.Log(slots)
-		x, _ := nelderMead(f, x0, 0.7, evals)
+		x, _ := nelderMead(objective(0, noGraph...), x0, 0.7, evals)
 		// A restart from the optimum escapes the simplex collapsing early.
-		x, fx := nelderMead(f, x, 0.3, evals/2)
-		if fx < bestF {
-			best, bestF = x, fx
+		x, fx := nelderMead(objective(0, noGraph...), x, 0.3, evals/2)
+		if fx < plainF {
+			plain, plainF = x, fx
 		}
 	}
-	return toParams(best, r), bestF
+	// Then the cliff, from a few batch sizes: the simplex moves a step's
+	// position poorly, since the loss is flat between integer batches.
+	var cliff []float64
+	cliffF := math.Inf(1)
+	for _, g := range []float64{24, 48, 96} {
+		x0 := append(append([]float64(nil), plain...), math.Log(g), math.Log(0.005))
+		if x, fx := nelderMead(objective(0), x0, 0.3, evals/2); fx < cliffF {
+			cliff, cliffF = x, fx
+		}
+	}
+	// Last, validation's verdicts: steep, so from the start they would trap
+	// the simplex; they only refine each optimum.
+	plain, _ = nelderMead(objective(Steep, noGraph...), plain, 0.1, evals/2)
+	cliff, _ = nelderMead(objective(Steep), cliff, 0.1, evals/2)
+	// A cliff is a strong claim about the engine (a capacity model cannot
+	// see one past the loads it observed): keep it only where the report's
+	// figures need it, where it passes more of them.
+	best := toParams(append(plain, noGraph...), r)
+	if p := toParams(cliff, r); failures(p, r) < failures(best, r) {
+		best = p
+	}
+	return best, Loss(best, r)
+}
+
+func failures(p Params, r Report) int {
+	n := 0
+	for _, c := range Validate(p, r) {
+		if !c.OK {
+			n++
+		}
+	}
+	return n
 }
 
 func nelderMead(f func([]float64) float64, x0 []float64, step float64, evals int) ([]float64, float64) {

@@ -28,6 +28,12 @@ type Params struct {
 	DecodePerKV     float64 `json:"decode_per_kv_token_s"`
 	PrefillPerToken float64 `json:"prefill_per_token_s"`
 	PrefillAttn     float64 `json:"prefill_attn_s"`
+	// A decode batch larger than GraphBatch (vLLM's max_cudagraph_capture_size,
+	// SGLang's cuda_graph_max_bs) cannot replay a captured CUDA graph and runs
+	// eagerly: each of its steps costs EagerStep more, a cliff in per-user
+	// decode speed at that batch size. 0 means no limit.
+	GraphBatch int     `json:"graph_batch,omitempty"`
+	EagerStep  float64 `json:"eager_step_s,omitempty"`
 	// Overhead is per-request latency outside the GPU (HTTP, tokenizing, scheduling).
 	Overhead float64 `json:"overhead_s"`
 	// FrontendPerRequest is the part of that overhead one request at a time
@@ -215,6 +221,9 @@ func (e *Engine) Step(emit Emit) float64 {
 	dt := e.P.StepBase + prefill
 	if decoding > 0 {
 		dt += e.P.DecodePerSeq*math.Pow(float64(decoding), e.P.DecodeExp) + e.P.DecodeLinear*float64(decoding) + e.P.DecodePerKV*float64(kvRead)
+		if e.P.GraphBatch > 0 && decoding > e.P.GraphBatch {
+			dt += e.P.EagerStep
+		}
 	}
 	e.now += dt
 	e.BusyTime += dt

@@ -50,6 +50,30 @@ func TestKVCapacityQueues(t *testing.T) {
 	}
 }
 
+func TestDecodeBeyondGraphBatchRunsEagerly(t *testing.T) {
+	p := flat
+	p.MaxBatch, p.PrefillSlots, p.GraphBatch, p.EagerStep = 8, 8, 4, 0.004
+	for _, tc := range []struct {
+		n    int
+		want float64
+	}{
+		{4, p.StepBase + 4*p.DecodePerSeq},               // the largest captured batch
+		{5, p.StepBase + 5*p.DecodePerSeq + p.EagerStep}, // one more runs eagerly
+	} {
+		e := NewEngine(p)
+		for i := range tc.n {
+			if err := e.Submit(int64(i), 100, 50); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e.AdvanceTo(e.NextWake())
+		e.Step(nil) // every prompt prefills in this one step
+		if got := e.Step(nil); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("decode step of %d: %.4fs, want %.4fs", tc.n, got, tc.want)
+		}
+	}
+}
+
 func TestLoadSlowsEveryone(t *testing.T) {
 	p := Tiny.Params
 	prev := Closed(p, 4096, 64, 1)

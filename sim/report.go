@@ -167,14 +167,20 @@ func (u UseCaseFigure) Margin(c Cell) float64 {
 
 // CapacityLimit is the simulated capacity of a use case with closed loops.
 func CapacityLimit(p Params, u UseCaseFigure) (float64, bool) {
+	return capacityLimit(p, u, cellCache{})
+}
+
+func capacityLimit(p Params, u UseCaseFigure, cells cellCache) (float64, bool) {
 	maxN := 4 * int(max(u.Capacity, 8))
-	return Limit(maxN, func(n int) float64 { return u.Margin(Closed(p, u.Context, u.Output, n)) })
+	return Limit(maxN, func(n int) float64 { return u.Margin(cells.get(p, u.Context, u.Output, n, false)) })
 }
 
 // SafeDepth is the simulated max safe queue depth of a burst.
-func SafeDepth(p Params, q SafeQueue) float64 {
+func SafeDepth(p Params, q SafeQueue) float64 { return safeDepth(p, q, cellCache{}) }
+
+func safeDepth(p Params, q SafeQueue, cells cellCache) float64 {
 	d, _ := Limit(4*int(q.Depth), func(n int) float64 {
-		return (q.TTFTMax - Burst(p, q.Context, q.Output, n).TTFT) / q.TTFTMax
+		return (q.TTFTMax - cells.get(p, q.Context, q.Output, n, true).TTFT) / q.TTFTMax
 	})
 	return d
 }

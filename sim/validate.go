@@ -18,6 +18,20 @@ type Check struct {
 	OK        bool
 	Judged    bool
 	Note      string
+	// bound is the largest |Err| within tolerance; only a shortfall counts
+	// against a capped limit ("N+").
+	bound   float64
+	lowOnly bool
+}
+
+// outside is how far a judged check's error goes beyond a share of its
+// tolerance: 0 inside it.
+func (c Check) outside(share float64) float64 {
+	e := math.Abs(c.Err)
+	if c.lowOnly {
+		e = -c.Err
+	}
+	return math.Max(0, e-share*c.bound)
 }
 
 func figureName(f Figure) string {
@@ -27,14 +41,15 @@ func figureName(f Figure) string {
 // Validate replays a report's protocol with a profile's parameters and
 // compares each figure: key findings within 10%, capacity-table figures within
 // 20%, capacity limits within 15% or 1 request, whichever is larger.
-func Validate(p Params, r Report) []Check {
-	cells := cellCache{}
+func Validate(p Params, r Report) []Check { return validate(p, r, cellCache{}) }
+
+func validate(p Params, r Report, cells cellCache) []Check {
 	var out []Check
 	for _, f := range r.Figures {
 		v := Simulate(p, r, f, cells)
 		e := v/f.Value - 1
 		tol := Tolerance(f.Kind)
-		c := Check{Name: figureName(f), Kind: f.Kind, Report: f.Value, Simulated: v, Err: e, Note: f.Note}
+		c := Check{Name: figureName(f), Kind: f.Kind, Report: f.Value, Simulated: v, Err: e, Note: f.Note, bound: tol}
 		c.Judged = tol > 0 && f.Note == ""
 		c.OK = !c.Judged || math.Abs(e) <= tol
 		if c.Judged {
@@ -43,21 +58,28 @@ func Validate(p Params, r Report) []Check {
 		out = append(out, c)
 	}
 	for _, u := range r.UseCases {
-		got, capped := CapacityLimit(p, u)
+		got, capped := capacityLimit(p, u, cells)
 		c := Check{Name: "capacity " + u.Name, Kind: "capacity", Report: u.Capacity, Simulated: got, Err: got/u.Capacity - 1,
-			Tolerance: "15% or 1", Judged: true, OK: CapacityWithin(got, u.Capacity, u.Capped, capped)}
+			Tolerance: "15% or 1", Judged: true, OK: CapacityWithin(got, u.Capacity, u.Capped, capped), bound: capacityBound(u.Capacity)}
 		if u.Capped {
 			c.Tolerance = fmt.Sprintf(">= %.0f (report: %.0f+)", u.Capacity*0.85, u.Capacity)
+			c.bound, c.lowOnly = 0.15, true
 		}
 		out = append(out, c)
 	}
 	for _, q := range r.SafeQueue {
-		got := SafeDepth(p, q)
+		got := safeDepth(p, q, cells)
 		out = append(out, Check{Name: fmt.Sprintf("safe queue depth %dK TTFT<=%gs", q.Context/1024, q.TTFTMax), Kind: "capacity",
-			Report: q.Depth, Simulated: got, Err: got/q.Depth - 1, Tolerance: "15% or 1", Judged: true, OK: CapacityWithin(got, q.Depth, false, false)})
+			Report: q.Depth, Simulated: got, Err: got/q.Depth - 1, Tolerance: "15% or 1", Judged: true, OK: CapacityWithin(got, q.Depth, false, false),
+			bound: capacityBound(q.Depth)})
 	}
 	return out
 }
+
+// capacityTolerance is CapacityWithin's, in requests.
+func capacityTolerance(want float64) float64 { return math.Max(1, 0.15*want) }
+
+func capacityBound(want float64) float64 { return capacityTolerance(want) / want }
 
 // CapacityWithin is the tolerance of a capacity limit: 15% or 1 request,
 // whichever is larger; a report's "N+" (capped) needs at least 85% of N.
@@ -65,7 +87,7 @@ func CapacityWithin(got, want float64, capped, gotCapped bool) bool {
 	if capped {
 		return gotCapped || got >= want*0.85
 	}
-	return math.Abs(got-want) <= math.Max(1, 0.15*want)
+	return math.Abs(got-want) <= capacityTolerance(want)
 }
 
 // PrintChecks writes the comparison table and reports whether all passed.

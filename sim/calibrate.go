@@ -64,7 +64,10 @@ func Loss(p Params, r Report) float64 { return loss(p, r, 0) }
 // verdicts: each judged check's error beyond hinge of its tolerance costs
 // steeply, so that the fit trades a figure well inside for one just outside,
 // as validation counts them.
-const hinge = 0.8
+const (
+	hinge         = 0.8
+	verdictWeight = 100 // steep in the fit's last phase
+)
 
 func loss(p Params, r Report, steep float64) float64 {
 	cells := cellCache{}
@@ -115,9 +118,6 @@ func loss(p Params, r Report, steep float64) float64 {
 
 func sq(x float64) float64 { return x * x }
 
-// Steep weighs the tolerance-aware term in the fit's last phase.
-const Steep = 100
-
 // noGraph disables the graph-batch cliff: toParams clamps it to the batch.
 var noGraph = []float64{math.Log(1024), math.Log(1e-4)}
 
@@ -158,8 +158,8 @@ func Calibrate(r Report, evals int) (Params, float64) {
 	}
 	// Last, validation's verdicts: steep, so from the start they would trap
 	// the simplex; they only refine each optimum.
-	plain, _ = nelderMead(objective(Steep, noGraph...), plain, 0.1, evals/2)
-	cliff, _ = nelderMead(objective(Steep), cliff, 0.1, evals/2)
+	plain, _ = nelderMead(objective(verdictWeight, noGraph...), plain, 0.1, evals/2)
+	cliff, _ = nelderMead(objective(verdictWeight), cliff, 0.1, evals/2)
 	// A cliff is a strong claim about the engine (a capacity model cannot
 	// see one past the loads it observed): keep it only where the report's
 	// figures need it, where it passes more of them.

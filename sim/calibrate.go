@@ -9,7 +9,8 @@ import (
 // positive, onto a profile: step_base, decode_per_seq, decode_exp,
 // decode_per_kv, prefill_per_token, prefill_attn, overhead, kv_capacity,
 // chunk_budget, throughput_accounting, prefill_slots, frontend_per_request,
-// decode_linear, graph_batch, eager_step.
+// decode_linear, graph_batch, eager_step and, when x has it,
+// prefill_attn_exp (else quadratic).
 func toParams(x []float64, r Report) Params {
 	e := func(i int) float64 { return math.Exp(x[i]) }
 	accounting := math.Min(1.2, math.Max(0.5, e(9)))
@@ -28,6 +29,9 @@ func toParams(x []float64, r Report) Params {
 		GraphBatch:           int(math.Max(8, math.Min(512, e(13)))), // a batch over e(13) is one over its floor
 		EagerStep:            e(14),
 		MaxBatch:             512, GPUs: max(1, r.GPUs), IdleWatts: 0.12 * r.TDPWatts, MaxWatts: 0.9 * r.TDPWatts,
+	}
+	if len(x) > 15 {
+		p.PrefillAttnExp = math.Max(1, math.Min(2.5, e(15)))
 	}
 	if p.GraphBatch >= p.MaxBatch {
 		p.GraphBatch, p.EagerStep = 0, 0 // every batch is captured
@@ -163,9 +167,22 @@ func Calibrate(r Report, evals int) (Params, float64) {
 	// A cliff is a strong claim about the engine (a capacity model cannot
 	// see one past the loads it observed): keep it only where the report's
 	// figures need it, where it passes more of them.
-	best := toParams(append(plain, noGraph...), r)
-	if p := toParams(cliff, r); failures(p, r) < failures(best, r) {
-		best = p
+	bestX := append(plain, noGraph...)
+	if failures(toParams(cliff, r), r) < failures(toParams(bestX, r), r) {
+		bestX = cliff
+	}
+	best := toParams(bestX, r)
+	// Attention is quadratic in the prompt unless the figures say otherwise:
+	// where some still fail, free its exponent too (report 002's TTFT grows
+	// as its prompt^1.8 from 64K to 256K tokens), and keep the result where
+	// it passes more of them.
+	if failures(best, r) > 0 {
+		x := append(append([]float64(nil), bestX...), math.Log(2))
+		x, _ = nelderMead(objective(0), x, 0.1, evals)
+		x, _ = nelderMead(objective(verdictWeight), x, 0.1, evals)
+		if p := toParams(x, r); failures(p, r) < failures(best, r) {
+			best = p
+		}
 	}
 	return best, Loss(best, r)
 }

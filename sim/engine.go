@@ -17,7 +17,7 @@ type Params struct {
 	ChunkBudget int `json:"chunk_budget_tokens"` // prefill tokens per engine step
 	// Step time = StepBase + DecodePerSeq*decoding^DecodeExp + DecodeLinear*decoding
 	//           + DecodePerKV*(KV tokens read)
-	//           + sum over prefill chunks of n*(PrefillPerToken + PrefillAttn*(position + n/2)).
+	//           + sum over prefill chunks of n*PrefillPerToken + attention(position, n).
 	StepBase     float64 `json:"step_base_s"`
 	DecodePerSeq float64 `json:"decode_per_seq_s"`
 	DecodeExp    float64 `json:"decode_exp"`
@@ -28,6 +28,11 @@ type Params struct {
 	DecodePerKV     float64 `json:"decode_per_kv_token_s"`
 	PrefillPerToken float64 `json:"prefill_per_token_s"`
 	PrefillAttn     float64 `json:"prefill_attn_s"`
+	// PrefillAttnExp is how a prompt's attention cost grows with its length:
+	// 2 (the default, when 0) is quadratic, n*PrefillAttn*(position + n/2)
+	// for a chunk. Measured TTFTs can grow slower (kernels get more
+	// efficient with length).
+	PrefillAttnExp float64 `json:"prefill_attn_exp,omitempty"`
 	// A decode batch larger than GraphBatch (vLLM's max_cudagraph_capture_size,
 	// SGLang's cuda_graph_max_bs) cannot replay a captured CUDA graph and runs
 	// eagerly: each of its steps costs EagerStep more, a cliff in per-user
@@ -183,6 +188,22 @@ func (e *Engine) AdvanceTo(t float64) {
 	}
 }
 
+// attnRef is the prompt length PrefillAttnExp's power is taken relative to,
+// so that PrefillAttn keeps about the same scale whatever the exponent.
+const attnRef = 32768
+
+// attention is the cost of prefilling n tokens from position on: a whole
+// prompt of L tokens costs PrefillAttn*attnRef²/k*(L/attnRef)^k, the
+// quadratic's PrefillAttn*L²/2 when k is 2.
+func (p Params) attention(position, n int) float64 {
+	k := p.PrefillAttnExp
+	if k == 0 || k == 2 {
+		return float64(n) * p.PrefillAttn * (float64(position) + float64(n)/2)
+	}
+	a, b := float64(position)/attnRef, float64(position+n)/attnRef
+	return p.PrefillAttn * attnRef * attnRef * (math.Pow(b, k) - math.Pow(a, k)) / k
+}
+
 // Step runs one engine iteration and returns its duration; 0 when there was
 // nothing to run (call NextWake and AdvanceTo).
 func (e *Engine) Step(emit Emit) float64 {
@@ -211,7 +232,7 @@ func (e *Engine) Step(emit Emit) float64 {
 		}
 		n := min(s.prompt-s.prefilled, budget, share)
 		budget -= n
-		prefill += float64(n) * (e.P.PrefillPerToken + e.P.PrefillAttn*(float64(s.prefilled)+float64(n)/2))
+		prefill += float64(n)*e.P.PrefillPerToken + e.P.attention(s.prefilled, n)
 		chunks = append(chunks, chunk{s, n})
 	}
 	e.chunks = chunks

@@ -24,6 +24,31 @@ func TestSingleRequestIsAnalytic(t *testing.T) {
 	}
 }
 
+// A prompt's attention cost is the same whole or in chunks, quadratic by
+// default, and grows with the prompt as its exponent says otherwise.
+func TestAttentionExponent(t *testing.T) {
+	const long = 8 * attnRef
+	quad := Params{PrefillAttn: 1e-9}
+	for _, exp := range []float64{0, 2, 1.8, 2.2} {
+		p := quad
+		p.PrefillAttnExp = exp
+		if whole, split := p.attention(0, long), p.attention(0, 5000)+p.attention(5000, long-5000); math.Abs(split-whole) > 1e-9*whole {
+			t.Errorf("exp %g: chunks cost %g, the whole prompt %g", exp, split, whole)
+		}
+		k := exp
+		if k == 0 {
+			k = 2
+		}
+		// PrefillAttn*attnRef²/k*(L/attnRef)^k against PrefillAttn*L²/2.
+		for _, l := range []int{attnRef, long} {
+			ratio := p.attention(0, l) / quad.attention(0, l)
+			if want := 2 / k * math.Pow(float64(l)/attnRef, k-2); math.Abs(ratio-want) > 1e-9 {
+				t.Errorf("exp %g: a %d-token prompt costs %g of the quadratic, want %g", exp, l, ratio, want)
+			}
+		}
+	}
+}
+
 func TestKVCapacityQueues(t *testing.T) {
 	// Each request reserves 4010 tokens: two fit in 10000, the third waits.
 	e := NewEngine(flat)

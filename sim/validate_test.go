@@ -10,7 +10,8 @@ import (
 
 // TestValidateGolden pins the whole comparison with the reference reports: any
 // change of model or profiles that moves a figure shows up here, and the
-// table in docs/simulator.md is this file.
+// table in docs/simulator.md is this file. Every judged figure must be within
+// its tolerance, as `headroom sim validate --all` requires.
 func TestValidateGolden(t *testing.T) {
 	rs, err := Reports()
 	if err != nil {
@@ -23,7 +24,13 @@ func TestValidateGolden(t *testing.T) {
 			t.Fatal(err)
 		}
 		fmt.Fprintf(&b, "== %s (%s)\n", p.Name, r.File)
-		PrintChecks(&b, r, Validate(p.Params, r))
+		checks := Validate(p.Params, r)
+		for _, c := range checks {
+			if !c.OK {
+				t.Errorf("%s: %s: report %g, simulated %.4g (%+.1f%%), outside %s", r.File, c.Name, c.Report, c.Simulated, 100*c.Err, c.Tolerance)
+			}
+		}
+		PrintChecks(&b, r, checks)
 		b.WriteString("\n")
 	}
 	golden.Check(t, "testdata/validate.golden", b.Bytes())

@@ -108,7 +108,8 @@ func (c Curve) crossing(limit float64, increasing bool, reach float64) (load flo
 	// upper half's (from the first knot at half the highest load or above):
 	// a load-response bends upward as queues form, and the estimate must not
 	// promise what either trend denies.
-	last, upper := c[len(c)-1], c[len(c)-2]
+	last := c[len(c)-1]
+	upper := last // the last knot itself when no earlier one reaches half its load
 	for _, k := range c {
 		if k.Load >= last.Load/2 {
 			upper = k

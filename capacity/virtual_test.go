@@ -246,8 +246,7 @@ func TestCapacityInVirtualTime(t *testing.T) {
 	var b bytes.Buffer
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "report\tuse case\treport capacity\tsim, report protocol\tsim, steady state\theadroom burst\theadroom steady\twithin 15%/1 of report\tsamples\tbursts\tprobe occupancy\twhy unknown")
-	within := func(got, want float64) bool { return math.Abs(got-want) <= math.Max(1, 0.15*want) }
-	above := func(got, want float64) bool { return got > want+math.Max(1, 0.15*want) }
+	above := func(got, want float64) bool { return got > want+sim.CapacityTolerance(want) }
 	for _, r := range reports[:3] {
 		prof, err := sim.LookupProfile(r.Profile)
 		if err != nil {
@@ -263,7 +262,7 @@ func TestCapacityInVirtualTime(t *testing.T) {
 			e, bursts, occ := monitorRun(prof.Params, r, u, probeOut)
 			synced, _ := sim.CapacityLimit(prof.Params, u)
 			truth := steadyTruth(prof.Params, u, probeOut)
-			verdict := map[bool]string{true: "yes", false: "no"}[within(e.Capacity, u.Capacity)]
+			verdict := map[bool]string{true: "yes", false: "no"}[sim.CapacityWithin(e.Capacity, u.Capacity, u.Capped, false)]
 			fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.1f\t%.1f\t%.1f\t%.1f\t%s\t%d\t%d\t%.2f%%\t%s\n", r.File[:3], u.Name, u.Capacity, synced, truth,
 				e.BurstCapacity, e.SteadyCapacity, verdict, e.Samples, bursts, 100*occ, e.Why)
 			if occ > 0.02 {

@@ -168,19 +168,20 @@ func Calibrate(r Report, evals int) (Params, float64) {
 	// see one past the loads it observed): keep it only where the report's
 	// figures need it, where it passes more of them.
 	bestX := append(plain, noGraph...)
-	if failures(toParams(cliff, r), r) < failures(toParams(bestX, r), r) {
-		bestX = cliff
+	fails := failures(toParams(bestX, r), r)
+	if f := failures(toParams(cliff, r), r); f < fails {
+		bestX, fails = cliff, f
 	}
 	best := toParams(bestX, r)
 	// Attention is quadratic in the prompt unless the figures say otherwise:
 	// where some still fail, free its exponent too (report 002's TTFT grows
 	// as its prompt^1.8 from 64K to 256K tokens), and keep the result where
 	// it passes more of them.
-	if failures(best, r) > 0 {
+	if fails > 0 {
 		x := append(append([]float64(nil), bestX...), math.Log(2))
 		x, _ = nelderMead(objective(0), x, 0.1, evals)
 		x, _ = nelderMead(objective(verdictWeight), x, 0.1, evals)
-		if p := toParams(x, r); failures(p, r) < failures(best, r) {
+		if p := toParams(x, r); failures(p, r) < fails {
 			best = p
 		}
 	}

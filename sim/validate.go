@@ -76,10 +76,10 @@ func validate(p Params, r Report, cells cellCache) []Check {
 	return out
 }
 
-// capacityTolerance is CapacityWithin's, in requests.
-func capacityTolerance(want float64) float64 { return math.Max(1, 0.15*want) }
+// CapacityTolerance is CapacityWithin's, in requests.
+func CapacityTolerance(want float64) float64 { return math.Max(1, 0.15*want) }
 
-func capacityBound(want float64) float64 { return capacityTolerance(want) / want }
+func capacityBound(want float64) float64 { return CapacityTolerance(want) / want }
 
 // CapacityWithin is the tolerance of a capacity limit: 15% or 1 request,
 // whichever is larger; a report's "N+" (capped) needs at least 85% of N.
@@ -87,7 +87,7 @@ func CapacityWithin(got, want float64, capped, gotCapped bool) bool {
 	if capped {
 		return gotCapped || got >= want*0.85
 	}
-	return math.Abs(got-want) <= capacityTolerance(want)
+	return math.Abs(got-want) <= CapacityTolerance(want)
 }
 
 // PrintChecks writes the comparison table and reports whether all passed.

@@ -27,6 +27,11 @@ type Load struct {
 	QueueCount, QueueSum float64
 	PromptTokens         float64 // cumulative
 	GenerationTokens     float64 // cumulative
+	// PrefilledTokens is PromptTokens where the engine counts a prompt as
+	// its prefill completes (vLLM, llama.cpp), NaN where it counts prompts
+	// only as requests end (SGLang, TGI) or is not known to: only then does
+	// its delta say how much prefill work a window of time held.
+	PrefilledTokens float64
 	// TimeScale is the virtual seconds per wall second a time-scaled
 	// `headroom sim` declares on headroom_sim_info; 1 for a real server.
 	TimeScale float64
@@ -45,6 +50,8 @@ type dialect struct {
 	queue     []string // histogram, seconds
 	prompt    []string // counter, or histogram whose sum counts tokens
 	generated []string
+	// atPrefill: the prompt counter moves as each prefill completes.
+	atPrefill bool
 	// custom handles engines whose numbers need arithmetic across label values.
 	custom func(map[string]*dto.MetricFamily, *Load)
 }
@@ -54,7 +61,8 @@ var dialects = []dialect{
 		running: []string{"vllm:num_requests_running"}, waiting: []string{"vllm:num_requests_waiting"},
 		kv:     []string{"vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"},
 		queue:  []string{"vllm:request_queue_time_seconds"},
-		prompt: []string{"vllm:prompt_tokens_total", "vllm:prompt_tokens"}, generated: []string{"vllm:generation_tokens_total", "vllm:generation_tokens"}},
+		prompt: []string{"vllm:prompt_tokens_total", "vllm:prompt_tokens"}, generated: []string{"vllm:generation_tokens_total", "vllm:generation_tokens"},
+		atPrefill: true},
 	{engine: "sglang",
 		running: []string{"sglang:num_running_reqs"}, waiting: []string{"sglang:num_queue_reqs"},
 		kv: []string{"sglang:token_usage"}, queue: []string{"sglang:queue_time_seconds"},
@@ -66,7 +74,8 @@ var dialects = []dialect{
 	{engine: "llamacpp",
 		running: []string{"llamacpp:requests_processing"}, waiting: []string{"llamacpp:requests_deferred"},
 		kv:     []string{"llamacpp:kv_cache_usage_ratio"},
-		prompt: []string{"llamacpp:prompt_tokens_total"}, generated: []string{"llamacpp:tokens_predicted_total"}},
+		prompt: []string{"llamacpp:prompt_tokens_total"}, generated: []string{"llamacpp:tokens_predicted_total"},
+		atPrefill: true},
 	{engine: "trtllm", // trtllm-serve (/prometheus/metrics) and Triton's TensorRT-LLM backend
 		queue:  []string{"trtllm_request_queue_time_seconds", "trtllm:request_queue_time_seconds"},
 		custom: tritonTRTLLM},
@@ -101,6 +110,10 @@ func Parse(r io.Reader, engine string) (Load, error) {
 		Running: gauge(mfs, d.running), Waiting: gauge(mfs, d.waiting), KVUsage: mean(mfs, d.kv),
 		PromptTokens: counter(mfs, d.prompt), GenerationTokens: counter(mfs, d.generated)}
 	l.QueueCount, l.QueueSum = histogram(mfs, d.queue)
+	l.PrefilledTokens = math.NaN()
+	if d.atPrefill {
+		l.PrefilledTokens = l.PromptTokens
+	}
 	l.TimeScale = timeScale(mfs)
 	if d.custom != nil {
 		d.custom(mfs, &l)

@@ -28,6 +28,9 @@ func TestParseEngines(t *testing.T) {
 		// headroom sim declares its time scale; its times are virtual.
 		{"sim.prom", "vllm", Load{Running: 3, Waiting: 1, KVUsage: 0.5, QueueCount: 4, QueueSum: 2, PromptTokens: 4096, GenerationTokens: 512, TimeScale: 20}},
 	}
+	// Only engines that count a prompt as its prefill completes say how much
+	// prefill a window held.
+	prefilled := map[string]float64{"vllm": 1, "llamacpp": 1, "sglang": nan, "tgi": nan, "trtllm": nan, "nim": nan}
 	same := func(a, b float64) bool { return a == b || math.IsNaN(a) && math.IsNaN(b) || math.Abs(a-b) < 1e-9 }
 	for _, tc := range tests {
 		t.Run(tc.file, func(t *testing.T) {
@@ -49,7 +52,7 @@ func TestParseEngines(t *testing.T) {
 			}
 			if !same(got.Running, w.Running) || !same(got.Waiting, w.Waiting) || !same(got.KVUsage, w.KVUsage) ||
 				!same(got.QueueCount, w.QueueCount) || !same(got.QueueSum, w.QueueSum) ||
-				!same(got.PromptTokens, w.PromptTokens) || !same(got.GenerationTokens, w.GenerationTokens) || got.TimeScale != w.TimeScale {
+				!same(got.PromptTokens, w.PromptTokens) || !same(got.PrefilledTokens, prefilled[tc.engine]*w.PromptTokens) || !same(got.GenerationTokens, w.GenerationTokens) || got.TimeScale != w.TimeScale {
 				t.Errorf("got  %+v\nwant %+v", got, w)
 			}
 		})

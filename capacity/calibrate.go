@@ -12,10 +12,11 @@ import (
 // are expected to break, until a passing and a failing level lie close
 // enough to interpolate between. Never while an SLO is breached (more load
 // would only hurt), and only at a quiet moment: the load now no higher than
-// the median of the window's lone probes. A burst's level is its size plus
-// the requests queued when it is sent (queued): those arrive together with
-// it, while the running ones are past their prefill. It is at most maxBurst
-// probes, at least two.
+// the median of the window's lone probes. A burst's level is the requests it
+// competes with for prefill: its size plus those queued when it is sent
+// (queued), at least, and those arriving while it prefills, which no one can
+// plan for (monitor.BurstLevel); the running ones are past their prefill.
+// It is at most maxBurst probes, at least two.
 func Burst(e Estimate, load, queued float64, maxBurst int) int {
 	if maxBurst < 2 || math.IsNaN(load) || math.IsNaN(queued) || e.Margin < 0 {
 		return 0

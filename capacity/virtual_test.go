@@ -19,6 +19,7 @@ import (
 // vreq is one request on the virtual server.
 type vreq struct {
 	start, first, last float64
+	prompts            float64 // the engine's prompt tokens when the first token came
 	loadSum, loadTime  float64 // time-weighted requests in flight, for probes
 	probe, done        bool
 }
@@ -77,6 +78,7 @@ func (w *world) runUntil(t float64) {
 		switch k {
 		case sim.FirstToken:
 			r.first, r.last = at, at
+			r.prompts = w.eng.PromptTokens
 		case sim.Token:
 			r.last = at
 		case sim.Finished:
@@ -117,7 +119,7 @@ func (w *world) runUntil(t float64) {
 // monitor tags them, and the time they held the server: from the first
 // sent to the last done.
 func (w *world) probe(context, output, n int, t0 time.Time) ([]capacity.Point, float64) {
-	queued := float64(w.eng.Waiting())
+	queued, prompts := float64(w.eng.Waiting()), w.eng.PromptTokens
 	prs := make([]*vreq, n)
 	for i := range prs {
 		prs[i] = w.submit(context, output, true)
@@ -128,14 +130,17 @@ func (w *world) probe(context, output, n int, t0 time.Time) ([]capacity.Point, f
 		}
 	}
 	var pts []capacity.Point
-	busy := 0.0
+	busy, prefilled := 0.0, 0.0 // prefilled: until the last first token
 	for _, pr := range prs {
 		busy = math.Max(busy, pr.last-pr.start)
+		prefilled = math.Max(prefilled, pr.prompts-prompts)
+	}
+	for _, pr := range prs {
 		itl := (pr.last - pr.first) / float64(output-1)
 		load := pr.loadSum / pr.loadTime
 		burst := 0
 		if n > 1 {
-			load, burst = queued+float64(n), n // as the monitor tags a burst
+			load, burst = monitor.BurstLevel(n, queued, prefilled, float64(context)), n
 		}
 		at := pr.last
 		if n > 1 {

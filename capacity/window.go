@@ -10,10 +10,11 @@ import (
 )
 
 // Point is one successful probe. Times are seconds; Load is the requests in
-// flight while it ran, itself included (NaN when the server's metrics were not
-// readable: such points count for margins, not for the fit). Burst is the
-// number of requests sent together with it, itself included (a calibration
-// burst or a bench cell); 0 for a lone probe amid production traffic. The
+// flight while it ran, itself included, or, for a burst, the requests it
+// competed with for prefill (NaN when the server's metrics were not readable:
+// such points count for margins, not for the fit). Burst is the number of
+// requests sent together with it, itself included (a calibration burst or a
+// bench cell); 0 for a lone probe amid production traffic. The
 // probes of one burst share its Time, the moment it was sent.
 type Point struct {
 	Time   time.Time `json:"time"`

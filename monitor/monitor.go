@@ -23,8 +23,8 @@ type Sample struct {
 	Target, Scenario string
 	Time             time.Time // when it ended; a burst's probes: when the burst was sent
 	// Load: a lone probe's requests in flight while it ran, itself included;
-	// a burst's, the requests queued together: the burst and those waiting
-	// when it was sent. NaN if unknown.
+	// a burst's, the requests it competed with for prefill (BurstLevel).
+	// NaN if unknown.
 	Load   float64
 	Burst  int // probes sent together, itself included; 0 for a lone probe
 	Result probe.Result
@@ -143,7 +143,8 @@ type target struct {
 	load     engine.Load
 	up       bool
 	lastErr  string
-	inFlight map[*loadAcc]bool // the probes running now
+	inFlight map[*loadAcc]bool    // the probes running now
+	bursts   map[*prefillLog]bool // the bursts running now
 }
 
 // loadAcc averages the load readings taken while a probe is in flight.
@@ -159,7 +160,7 @@ func (a *loadAcc) add(v float64) {
 func newTarget(m *Monitor, tc config.Target, cfg *config.Config) *target {
 	key, err := tc.APIKey()
 	t := &target{m: m, cfg: tc, scenarios: cfg.Scenarios, budget: cfg.ProbeBudget, scrapeInt: cfg.EngineScrapeInterval, sem: m.sem,
-		calib: cfg.Calibration, apiKey: key, keyErr: err, inFlight: map[*loadAcc]bool{},
+		calib: cfg.Calibration, apiKey: key, keyErr: err, inFlight: map[*loadAcc]bool{}, bursts: map[*prefillLog]bool{},
 		load: engine.Load{Running: math.NaN(), Waiting: math.NaN(), KVUsage: math.NaN()}}
 	engineName := tc.Engine
 	if engineName == "none" {
@@ -225,6 +226,9 @@ func (t *target) scrape(ctx context.Context) (engine.Load, bool) {
 	t.up, t.lastErr, t.load = true, "", l
 	for acc := range t.inFlight {
 		acc.add(l.InFlight())
+	}
+	for b := range t.bursts {
+		b.add(time.Now(), l.PrefilledTokens)
 	}
 	return l, true
 }
@@ -307,40 +311,68 @@ func (t *target) probeN(ctx context.Context, sc config.Scenario, n int) (busy ti
 	if t.cfg.Engine != "none" {
 		before, beforeOK = t.scrape(ctx)
 	}
+	var prefill *prefillLog
+	if n > 1 && beforeOK {
+		prefill = &prefillLog{}
+		prefill.add(time.Now(), before.PrefilledTokens)
+		t.mu.Lock()
+		t.bursts[prefill] = true
+		t.mu.Unlock()
+	}
 	start := time.Now()
 	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var samples []Sample
 	for range n {
 		wg.Go(func() {
 			s, ok := t.probeOnce(ctx, sc, before, beforeOK, n)
 			t.sem.Release(1)
-			if ok && t.m.rec != nil {
-				if n > 1 {
-					s.Time = start
-				}
-				t.m.rec.Record(s)
+			if !ok {
+				return
 			}
+			if n == 1 {
+				t.record(s)
+				return
+			}
+			mu.Lock()
+			samples = append(samples, s)
+			mu.Unlock()
 		})
 	}
 	wg.Wait()
-	return time.Since(start), ctx.Err() == nil
+	busy = time.Since(start)
+	if prefill != nil {
+		t.scrape(ctx) // the reading after the burst bounds the last first token
+		t.mu.Lock()
+		delete(t.bursts, prefill)
+		t.mu.Unlock()
+	}
+	if len(samples) > 0 {
+		level := burstLevel(samples, n, before, beforeOK, prefill, start, sc.InputTokens)
+		for _, s := range samples {
+			s.Time, s.Load = start, level
+			t.record(s)
+		}
+	}
+	return busy, ctx.Err() == nil
+}
+
+func (t *target) record(s Sample) {
+	if t.m.rec != nil {
+		t.m.rec.Record(s)
+	}
 }
 
 // probeOnce runs one probe that joins the target with n-1 others (a burst).
 // A lone probe's load is the mean of the engine's readings while it ran: the
 // one taken before plus itself, each scrape until it ends, the one after. A
-// burst's probes all carry the requests queued together: n plus those
-// waiting before it. A burst is a benchmark cell of that many requests
-// arriving at once; the running ones are past their prefill and delay it
-// far less.
+// burst's is the burst's, tagged by probeN once all are done.
 func (t *target) probeOnce(ctx context.Context, sc config.Scenario, before engine.Load, beforeOK bool, n int) (Sample, bool) {
 	acc := &loadAcc{}
-	switch {
-	case beforeOK && n > 1:
-		acc.add(before.Waiting + float64(n))
-	case beforeOK:
-		acc.add(before.InFlight() + 1)
-	}
 	if n == 1 {
+		if beforeOK {
+			acc.add(before.InFlight() + 1)
+		}
 		t.mu.Lock()
 		t.inFlight[acc] = true
 		t.mu.Unlock()

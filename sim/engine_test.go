@@ -154,3 +154,32 @@ func BenchmarkEngine(b *testing.B) {
 	}
 	b.ReportMetric(float64(reqs)/b.Elapsed().Seconds(), "sim-requests/s")
 }
+
+// A calibration burst on an idle server is a report cell's first wave. Where
+// the engine prefills many prompts side by side (reports 000 and 001), the
+// wave's requests all get their first token together, the second round comes
+// back together too, and the wave alone has the cell's mean TTFT: a burst
+// measures what a report measures. Where it prefills one prompt at a time
+// (report 002), the second round comes back staggered and meets a shorter
+// queue, and a wave of 16 waits longer than the cell's mean.
+func TestBurstIsTheReportsFirstWave(t *testing.T) {
+	tests := []struct {
+		profile string
+		same    bool
+	}{
+		{"qwen3-coder-next-fp8-h200-sglang", true},
+		{"qwen3-coder-next-fp8-2x-rtx-pro-6000-sglang", true},
+		{"qwen3-coder-30b-a3b-fp8-h200-vllm", false},
+	}
+	for _, tc := range tests {
+		prof, err := LookupProfile(tc.profile)
+		if err != nil {
+			t.Fatal(err)
+		}
+		closed, burst := Closed(prof.Params, 32768, 1024, 16), Burst(prof.Params, 32768, 1024, 16)
+		if same := math.Abs(burst.TTFT/closed.TTFT-1) < 0.02; same != tc.same {
+			t.Errorf("%s: 16 at 32K: burst TTFT %.2f s, report protocol %.2f s; same within 2%%: %v, want %v",
+				tc.profile, burst.TTFT, closed.TTFT, same, tc.same)
+		}
+	}
+}

@@ -1,0 +1,88 @@
+package monitor
+
+import (
+	"math"
+	"time"
+
+	"github.com/headroom-dev/headroom/engine"
+)
+
+// burstLevel tags a burst's probes with the requests they competed with for
+// prefill (BurstLevel): the prefill the engine did from before the burst
+// was sent until its last first token, in the probes' prompts.
+func burstLevel(samples []Sample, n int, before engine.Load, beforeOK bool, prefill *prefillLog, start time.Time, inputTokens int) float64 {
+	if !beforeOK {
+		return math.NaN()
+	}
+	var last time.Duration
+	prompt, counted := 0.0, 0
+	for _, s := range samples {
+		last = max(last, s.Result.TTFT)
+		if s.Result.PromptTokens > 0 {
+			prompt += float64(s.Result.PromptTokens)
+			counted++
+		}
+	}
+	if counted > 0 {
+		prompt /= float64(counted) // the server's count, as its counter's
+	} else {
+		prompt = float64(inputTokens)
+	}
+	done := math.NaN()
+	if prefill != nil {
+		done = prefill.at(start.Add(last)) - before.PrefilledTokens
+	}
+	return BurstLevel(n, before.Waiting, done, prompt)
+}
+
+// BurstLevel is the load of a burst of n probes of prompt tokens each: the
+// requests that competed with it for prefill, itself included. A benchmark
+// cell of N requests sent together prefills N prompts before its last first
+// token; a burst amid production also waits for the requests queued when it
+// was sent and those arriving while it prefills, and each counts by its share
+// of that work (prefilled, the prompt tokens the engine prefilled from just
+// before the burst until its last first token). Requests running past their
+// prefill count not at all: they delay a prefill far less. Where the engine
+// does not count prompts as it prefills them (prefilled NaN), the burst and
+// the requests queued when it was sent.
+func BurstLevel(n int, waiting, prefilled, prompt float64) float64 {
+	level := float64(n)
+	if !math.IsNaN(waiting) {
+		level += waiting
+	}
+	if l := prefilled / prompt; l > level { // false for NaN
+		return l
+	}
+	return level
+}
+
+// prefillLog keeps the engine's prefilled-token counter as read while a
+// burst runs.
+type prefillLog struct {
+	times  []time.Time
+	tokens []float64
+}
+
+func (p *prefillLog) add(at time.Time, tokens float64) {
+	if !math.IsNaN(tokens) {
+		p.times, p.tokens = append(p.times, at), append(p.tokens, tokens)
+	}
+}
+
+// at is the counter at time t, interpolated between the readings around it;
+// NaN past the last: the count at a burst's last first token is known only
+// when a reading came after it.
+func (p *prefillLog) at(t time.Time) float64 {
+	for i := 1; i < len(p.times); i++ {
+		a, b := p.times[i-1], p.times[i]
+		if t.After(b) {
+			continue
+		}
+		if !t.After(a) {
+			return p.tokens[i-1]
+		}
+		f := t.Sub(a).Seconds() / b.Sub(a).Seconds()
+		return p.tokens[i-1] + f*(p.tokens[i]-p.tokens[i-1])
+	}
+	return math.NaN()
+}

@@ -1,0 +1,89 @@
+package monitor
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/headroom-dev/headroom/engine"
+	"github.com/headroom-dev/headroom/probe"
+)
+
+func TestBurstLevel(t *testing.T) {
+	nan := math.NaN()
+	tests := []struct {
+		name                       string
+		n                          int
+		waiting, prefilled, prompt float64
+		want                       float64
+	}{
+		{"a clean cell prefills its own prompts", 8, 0, 8 * 1024, 1024, 8},
+		{"arrivals during the wave count", 8, 0, 10 * 1024, 1024, 10},
+		{"by their share of the work", 8, 0, 8*1024 + 2*512, 1024, 9},
+		{"queued ones count once", 4, 3, 7 * 1024, 1024, 7},
+		{"a lagging counter never lowers the level", 4, 3, 2 * 1024, 1024, 7},
+		{"no prefill counter: burst and queue", 4, 3, nan, 1024, 7},
+		{"nothing known but the burst", 4, nan, nan, 1024, 4},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := BurstLevel(tc.n, tc.waiting, tc.prefilled, tc.prompt); got != tc.want {
+				t.Errorf("BurstLevel(%d, %v, %v, %v) = %v, want %v", tc.n, tc.waiting, tc.prefilled, tc.prompt, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestPrefillLogAt(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	var p prefillLog
+	p.add(t0, 100)
+	p.add(t0.Add(time.Second), math.NaN()) // an engine without the counter adds nothing
+	p.add(t0.Add(time.Second), 300)
+	p.add(t0.Add(3*time.Second), 500)
+	tests := []struct {
+		at   time.Duration
+		want float64
+	}{
+		{0, 100},
+		{500 * time.Millisecond, 200},
+		{2 * time.Second, 400},
+		{3 * time.Second, 500},
+		{-time.Second, 100},
+		{4 * time.Second, math.NaN()}, // no reading after it: unknown
+	}
+	for _, tc := range tests {
+		got := p.at(t0.Add(tc.at))
+		if got != tc.want && !(math.IsNaN(got) && math.IsNaN(tc.want)) {
+			t.Errorf("at(+%s) = %v, want %v", tc.at, got, tc.want)
+		}
+	}
+}
+
+// A burst is tagged at its last first token, in the server's own count of
+// its prompts, or the scenario's where the server gave none.
+func TestBurstLevelOfSamples(t *testing.T) {
+	start := time.Unix(1000, 0)
+	before := engine.Load{Waiting: 0, PrefilledTokens: 100}
+	log := &prefillLog{}
+	log.add(start, 100)
+	log.add(start.Add(1500*time.Millisecond), 100+3*1000)
+	log.add(start.Add(2500*time.Millisecond), 100+5*1000)
+	sample := func(ttft time.Duration, prompt int) Sample {
+		return Sample{Result: probe.Result{TTFT: ttft, PromptTokens: prompt}}
+	}
+	two := []Sample{sample(time.Second, 1000), sample(2*time.Second, 1000)}
+	if got := burstLevel(two, 2, before, true, log, start, 4000); got != 4 {
+		t.Errorf("level %v, want 4: 4000 tokens prefilled by the last first token, 1000 per prompt", got)
+	}
+	unsized := []Sample{sample(time.Second, 0), sample(2*time.Second, 0)}
+	if got := burstLevel(unsized, 2, before, true, log, start, 500); got != 8 {
+		t.Errorf("level %v, want 8 in the scenario's 500-token prompts", got)
+	}
+	if got := burstLevel(two, 2, before, false, log, start, 1000); !math.IsNaN(got) {
+		t.Errorf("level %v with no reading before the burst, want NaN", got)
+	}
+	if got := burstLevel(two, 2, before, true, nil, start, 1000); got != 2 {
+		t.Errorf("level %v with no prefill counter, want the burst's 2", got)
+	}
+}

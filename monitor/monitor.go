@@ -311,8 +311,8 @@ func (t *target) probeN(ctx context.Context, sc config.Scenario, n int) (busy ti
 	if t.cfg.Engine != "none" {
 		before, beforeOK = t.scrape(ctx)
 	}
-	var prefill *prefillLog
-	if n > 1 && beforeOK {
+	var prefill *prefillLog // read by every scrape until the burst is done
+	if n > 1 && beforeOK && !math.IsNaN(before.PrefilledTokens) {
 		prefill = &prefillLog{}
 		prefill.add(time.Now(), before.PrefilledTokens)
 		t.mu.Lock()
@@ -342,7 +342,7 @@ func (t *target) probeN(ctx context.Context, sc config.Scenario, n int) (busy ti
 	wg.Wait()
 	busy = time.Since(start)
 	if prefill != nil {
-		t.scrape(ctx) // the reading after the burst bounds the last first token
+		// Each probe's own reading after it ended came after its first token.
 		t.mu.Lock()
 		delete(t.bursts, prefill)
 		t.mu.Unlock()

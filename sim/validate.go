@@ -62,8 +62,8 @@ func validate(p Params, r Report, cells cellCache) []Check {
 		c := Check{Name: "capacity " + u.Name, Kind: "capacity", Report: u.Capacity, Simulated: got, Err: got/u.Capacity - 1,
 			Tolerance: "15% or 1", Judged: true, OK: CapacityWithin(got, u.Capacity, u.Capped, capped), bound: capacityBound(u.Capacity)}
 		if u.Capped {
-			c.Tolerance = fmt.Sprintf(">= %.0f (report: %.0f+)", u.Capacity*0.85, u.Capacity)
-			c.bound, c.lowOnly = 0.15, true
+			c.Tolerance = fmt.Sprintf(">= %.0f (report: %.0f+)", u.Capacity*(1-capacityShare), u.Capacity)
+			c.bound, c.lowOnly = capacityShare, true
 		}
 		out = append(out, c)
 	}
@@ -76,8 +76,11 @@ func validate(p Params, r Report, cells cellCache) []Check {
 	return out
 }
 
+// capacityShare is a capacity limit's tolerance: 15% (or 1 request).
+const capacityShare = 0.15
+
 // CapacityTolerance is CapacityWithin's, in requests.
-func CapacityTolerance(want float64) float64 { return math.Max(1, 0.15*want) }
+func CapacityTolerance(want float64) float64 { return math.Max(1, capacityShare*want) }
 
 func capacityBound(want float64) float64 { return CapacityTolerance(want) / want }
 
@@ -85,7 +88,7 @@ func capacityBound(want float64) float64 { return CapacityTolerance(want) / want
 // whichever is larger; a report's "N+" (capped) needs at least 85% of N.
 func CapacityWithin(got, want float64, capped, gotCapped bool) bool {
 	if capped {
-		return gotCapped || got >= want*0.85
+		return gotCapped || got >= want*(1-capacityShare)
 	}
 	return math.Abs(got-want) <= CapacityTolerance(want)
 }

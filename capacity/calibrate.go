@@ -8,15 +8,18 @@ import (
 // Burst is the size of the calibration burst a use case wants now: how many
 // concurrent probes of its scenario to send at once, 0 for none. Bursts
 // measure the burst curve (see Evaluate) as a benchmark searches for a
-// capacity, one cell at a time: each aims at the level where the thresholds
-// are expected to break, until a passing and a failing level lie close
+// capacity, one cell at a time: each aims at the load where the thresholds
+// are expected to break, until a passing and a failing load lie close
 // enough to interpolate between. Never while an SLO is breached (more load
 // would only hurt), and only at a quiet moment: the load now no higher than
-// the median of the window's lone probes. A burst's level is the requests it
-// competes with for prefill: its size plus those queued when it is sent
-// (queued), at least, and those arriving while it prefills, which no one can
-// plan for (monitor.BurstLevel); the running ones are past their prefill.
-// It is at most maxBurst probes, at least two.
+// the median of the window's lone probes. It is at most maxBurst probes.
+//
+// The burst's loads are its size plus what it meets: for TTFT, the requests
+// queued when it is sent (queued), at least, and those arriving while it
+// prefills, which no one can plan for (monitor.BurstLevel); for the other
+// SLOs, every request in flight (load). One burst measures every SLO, each
+// at its own load, so the SLO expected to break at the smallest burst
+// decides.
 func Burst(e Estimate, load, queued float64, maxBurst int) int {
 	if maxBurst < 2 || math.IsNaN(load) || math.IsNaN(queued) || e.Margin < 0 {
 		return 0
@@ -34,41 +37,105 @@ func Burst(e Estimate, load, queued float64, maxBurst int) int {
 	if load > loads[len(loads)/2] {
 		return 0
 	}
-	ms := burstMargins(e.SLOs)
-	level := nextLevel(ms, math.Max(loads[len(loads)-1], MinSpread+1))
-	if level == 0 {
+	// The smallest burst that raises the level past MinSpread, at least two:
+	// a burst that cannot spread the levels cannot carry a fit.
+	least := max(math.Ceil(MinSpread+1-queued), 2)
+	a, ok := choose(aims(e.SLOs, load, queued, math.Max(loads[len(loads)-1], MinSpread+1)), least)
+	if !ok {
 		return 0
 	}
-	n := max(int(math.Round(level-queued)), 2)
+	n := max(int(math.Round(a.level-a.base)), int(least))
 	if n > maxBurst {
 		n = maxBurst
-		if lp, _, ok := lastPass(ms); ok && queued+float64(n) <= lp {
+		if lp, _, ok := lastPass(a.ms); ok && a.base+float64(n) <= lp {
 			return 0 // the largest burst allowed was measured already
 		}
 	}
 	return n
 }
 
-// burstMargins are the burst curve's knots with the smallest margin of any
-// SLO at each: every SLO's curve has the same knots (one set of points), and
-// each is monotone, so the margins fall with load.
-func burstMargins(slos []SLO) []Knot {
-	var out []Knot
+// aim is where one SLO's search stands, in the SLO's own load.
+type aim struct {
+	// breaks is where it is expected to break: its crossing once bracketed,
+	// else where it was seen failing, else where the next burst would look.
+	breaks float64
+	level  float64 // the next burst's load; 0 when bracketed (nextLevel)
+	base   float64 // the load a burst adds its size to
+	ms     []Knot
+	open   bool // within its threshold as far as its curve can be followed
+}
+
+func aims(slos []SLO, load, queued, first float64) []aim {
+	out := make([]aim, len(slos))
 	for i, s := range slos {
-		_, increasing := metric(s.Name)
-		for j, k := range s.BurstCurve {
-			m := (k.Value - s.Threshold) / s.Threshold
-			if increasing {
-				m = -m
-			}
-			if i == 0 {
-				out = append(out, Knot{Load: k.Load, Value: m, N: k.N})
-			} else if j < len(out) {
-				out[j].Value = math.Min(out[j].Value, m)
+		a := aim{base: load, ms: margins(s), open: math.IsInf(s.BurstCapacity, 1)}
+		if s.Name == "ttft_seconds" {
+			a.base = queued
+		}
+		a.level = nextLevel(a.ms, first)
+		a.breaks = s.BurstCapacity
+		if math.IsNaN(a.breaks) || a.open {
+			a.breaks = a.level
+			if f, ok := firstFail(a.ms); ok {
+				a.breaks = f.Load
 			}
 		}
+		out[i] = a
 	}
 	return out
+}
+
+// choose is the SLO the next burst aims for: the one expected to break at
+// the smallest burst, leaving out those expected to break within the
+// smallest burst, which any burst measures, unless all are. Once that one
+// is bracketed, a threshold that held only to below its crossing caps the
+// capacity at that reach (lowest), so the search follows it on; ok is
+// false when there is nothing left to search.
+func choose(as []aim, least float64) (aim, bool) {
+	if len(as) == 0 {
+		return aim{}, false
+	}
+	within := func(a aim) bool { return a.breaks-a.base < least }
+	bind := as[0]
+	for _, a := range as[1:] {
+		if within(bind) && !within(a) || within(a) == within(bind) && a.breaks-a.base < bind.breaks-bind.base {
+			bind = a
+		}
+	}
+	if bind.level > 0 {
+		return bind, true
+	}
+	var next aim
+	for _, a := range as {
+		if a.open && a.level > 0 && Reach*a.ms[len(a.ms)-1].Load < bind.breaks && (next.level == 0 || a.level-a.base < next.level-next.base) {
+			next = a
+		}
+	}
+	return next, next.level > 0
+}
+
+// margins are an SLO's burst curve as relative margins to its threshold,
+// which fall with load as the curve is monotone.
+func margins(s SLO) []Knot {
+	_, increasing := metric(s.Name)
+	out := make([]Knot, len(s.BurstCurve))
+	for i, k := range s.BurstCurve {
+		m := (k.Value - s.Threshold) / s.Threshold
+		if increasing {
+			m = -m
+		}
+		out[i] = Knot{Load: k.Load, Value: m, N: k.N}
+	}
+	return out
+}
+
+func firstFail(ms []Knot) (Knot, bool) {
+	for _, k := range ms {
+		if k.Value < 0 {
+			return k, true
+		}
+	}
+	return Knot{}, false
 }
 
 func lastPass(ms []Knot) (load, margin float64, ok bool) {
@@ -89,20 +156,14 @@ func lastPass(ms []Knot) (load, margin float64, ok bool) {
 // from none or one level it starts at first, the highest load production made.
 func nextLevel(ms []Knot, first float64) float64 {
 	lp, mp, pass := lastPass(ms)
-	var fail *Knot
-	for i := range ms {
-		if ms[i].Value < 0 {
-			fail = &ms[i]
-			break
-		}
-	}
+	fail, failed := firstFail(ms)
 	switch {
-	case fail != nil && !pass:
+	case failed && !pass:
 		if fail.Load/2 < 2 {
 			return 0
 		}
 		return math.Round(fail.Load / 2)
-	case fail != nil:
+	case failed:
 		if fail.Load-lp <= math.Max(2, lp/4) {
 			return 0
 		}

@@ -107,7 +107,7 @@ func TestSteadyAndBurstCurves(t *testing.T) {
 			if k == n {
 				decode = 50
 			}
-			ps = append(ps, Point{Time: at, Load: float64(n), TTFT: 0.4 * float64(k*n) / float64(n+1), Decode: decode, Burst: n})
+			ps = append(ps, Point{Time: at, Load: float64(n), InFlight: float64(n), TTFT: 0.4 * float64(k*n) / float64(n+1), Decode: decode, Burst: n})
 		}
 	}
 	u := UseCase{Name: "c", Statistic: "mean", TTFTMax: 1, DecodeMin: 20}
@@ -130,6 +130,86 @@ func TestSteadyAndBurstCurves(t *testing.T) {
 	// Without the bursts the steady curve alone carries the estimate.
 	if e := Evaluate("a", u, ps[:10], 4); e.Capacity != e.SteadyCapacity || !math.IsNaN(e.BurstCapacity) {
 		t.Errorf("lone probes only: capacity %.2f steady %.2f burst %.2f", e.Capacity, e.SteadyCapacity, e.BurstCapacity)
+	}
+}
+
+// A burst's TTFT answers to the prefill it competed with (Load), its decode
+// speed to the batch it decoded in (InFlight): here four production
+// requests were running through every burst.
+func TestBurstDecodeAnswersToInFlight(t *testing.T) {
+	ps := []Point{{Time: t0, Load: 1, InFlight: 1, TTFT: 0.1, Decode: 100}}
+	for _, n := range []int{3, 6, 9} {
+		level, running := float64(n), float64(n+4)
+		for range n {
+			ps = append(ps, Point{Time: t0.Add(time.Duration(n) * time.Hour), Load: level, InFlight: running,
+				TTFT: 0.1 * level, Decode: 100 / running, Burst: n})
+		}
+	}
+	e := Evaluate("a", UseCase{Name: "c", Statistic: "mean", TTFTMax: 0.5, DecodeMin: 10}, ps, 1)
+	ttft, decode := e.SLOs[0].BurstCapacity, e.SLOs[1].BurstCapacity
+	// TTFT 0.1 x level: 0.3 at 3 and 0.6 at 6 cross 0.5 at 5. Decode
+	// 100/in flight reaches 10 at 10 in flight, the burst of 6.
+	if math.Abs(ttft-5) > 1e-9 || math.Abs(decode-10) > 1e-9 {
+		t.Errorf("burst capacity: TTFT %.2f, decode %.2f; want 5 and 10", ttft, decode)
+	}
+}
+
+// A threshold that holds as far as its curve can be followed caps the
+// capacity at that reach: beyond it nothing is known of it. Here TTFT was
+// measured at levels up to 10 (reach 20), decode at up to 30 in flight.
+func TestOpenThresholdCapsAtItsReach(t *testing.T) {
+	ps := []Point{{Time: t0, Load: 1, InFlight: 1, TTFT: 0.03, Decode: 88}}
+	for _, level := range []float64{3, 6, 10} {
+		running := level + 20
+		ps = append(ps, Point{Time: t0.Add(time.Duration(level) * time.Hour), Load: level, InFlight: running,
+			TTFT: 0.03 * level, Decode: 10 + 2*(40-running), Burst: int(level)})
+	}
+	e := Evaluate("a", UseCase{Name: "c", Statistic: "mean", TTFTMax: 1, DecodeMin: 10}, ps, 1)
+	// Decode falls 2 tok/s per request in flight, reaching 10 at 40; TTFT
+	// 0.03 x level would reach 1 s at 33, beyond its reach.
+	if ttft, decode := e.SLOs[0].BurstCapacity, e.SLOs[1].BurstCapacity; !math.IsInf(ttft, 1) || math.Abs(decode-40) > 1e-9 {
+		t.Fatalf("burst capacities: TTFT %v, decode %v; want +Inf and 40", ttft, decode)
+	}
+	if e.BurstCapacity != 20 {
+		t.Errorf("burst capacity %v, want TTFT's reach, 20", e.BurstCapacity)
+	}
+}
+
+// Where production's loads leave a wide gap around a steady crossing, the
+// bursts that were measured inside it place the capacity; outside it, or
+// across a narrow gap, the lower estimate holds.
+func TestSteadyGapPlacedByBursts(t *testing.T) {
+	steady := func(low float64) []Point {
+		ps := []Point{{Time: t0, Load: 1, InFlight: 1, TTFT: 0.3}}
+		for i := range 4 {
+			ps = append(ps, Point{Time: t0.Add(time.Duration(i) * time.Minute), Load: low, InFlight: low, TTFT: 0.5},
+				Point{Time: t0.Add(time.Duration(i) * time.Hour), Load: 19, InFlight: 19, TTFT: 2})
+		}
+		return ps
+	}
+	bursts := func(ps []Point, ttfts ...float64) []Point {
+		for i, level := range []float64{5, 10, 20} {
+			ps = append(ps, Point{Time: t0.Add(time.Duration(level) * time.Second), Load: level, InFlight: level, TTFT: ttfts[i], Burst: 2})
+		}
+		return ps
+	}
+	u := UseCase{Name: "c", Statistic: "mean", TTFTMax: 1}
+	for _, tc := range []struct {
+		name           string
+		points         []Point
+		steady, capaci float64
+	}{
+		// 0.5 at 2 and 2 at 19: a third of the way in log load, 2 x 9.5^(1/3).
+		{"bursts cross inside the gap", bursts(steady(2), 0.6, 0.8, 1.2), 4.24, 15},
+		{"bursts cross past the gap", bursts(steady(2), 0.5, 0.6, 0.9), 4.24, 4.24},
+		{"a narrow gap", bursts(steady(10), 0.6, 0.8, 1.2), 13, 13},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := Evaluate("a", u, tc.points, 1)
+			if math.Abs(e.SteadyCapacity-tc.steady) > 0.01 || math.Abs(e.Capacity-tc.capaci) > 0.01 {
+				t.Errorf("steady %.2f capacity %.2f (burst %.2f), want %.2f and %.2f", e.SteadyCapacity, e.Capacity, e.BurstCapacity, tc.steady, tc.capaci)
+			}
+		})
 	}
 }
 
@@ -217,7 +297,7 @@ func TestBurst(t *testing.T) {
 	// against the 1 s threshold below: its margin is 1-ttft.
 	burst := func(ps []Point, level float64, n int, ttft float64) []Point {
 		for range n {
-			ps = append(ps, Point{Time: t0.Add(time.Duration(level) * time.Second), Load: level, TTFT: ttft, Burst: n})
+			ps = append(ps, Point{Time: t0.Add(time.Duration(level) * time.Second), Load: level, InFlight: level, TTFT: ttft, Burst: n})
 		}
 		return ps
 	}
@@ -251,6 +331,57 @@ func TestBurst(t *testing.T) {
 				t.Errorf("Burst = %d, want %d", got, tc.want)
 			}
 		})
+	}
+	// Decode speed answers to every request in flight, production's
+	// included: with 4 running, a batch of 10 is a burst of 6.
+	decode := UseCase{Name: "d", Statistic: "mean", TTFTMax: 1, DecodeMin: 10}
+	withDecode := func(loads ...float64) []Point {
+		ps := lone(loads...)
+		for i := range ps {
+			ps[i].InFlight, ps[i].Decode = ps[i].Load, 100
+		}
+		return ps
+	}
+	// Margins at 1 and at 9 in flight: TTFT 0.9 and 0.8 (extrapolated to
+	// zero at 73, at most doubling the level 5: 10); decode 9 and 1 (zero
+	// at 10).
+	ps := append(withDecode(1, 4, 4, 4), Point{Time: t0, Load: 5, InFlight: 9, TTFT: 0.2, Decode: 20, Burst: 5})
+	for _, tc := range []struct {
+		name string
+		u    UseCase
+		want int
+	}{
+		{"TTFT alone: the level", u, 10},
+		{"decode breaks first: the batch", decode, 6},
+	} {
+		if got := Burst(Evaluate("a", tc.u, ps, 4), 4, 0, 16); got != tc.want {
+			t.Errorf("%s: Burst = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+	// Decode bracketed between 30 and 33 in flight; TTFT held to level 13,
+	// so it caps the capacity at 26: the next burst follows TTFT on, to 26.
+	bracketed := withDecode(20, 20, 20)
+	for _, level := range []float64{3, 6, 10, 13} {
+		running, decode := level+20, 15.0
+		if level == 13 {
+			decode = 8
+		}
+		bracketed = append(bracketed, Point{Time: t0.Add(time.Duration(level) * time.Hour), Load: level, InFlight: running, TTFT: 0.03 * level, Decode: decode, Burst: int(level)})
+	}
+	if got := Burst(Evaluate("a", decode, bracketed, 20), 20, 0, 32); got != 26 {
+		t.Errorf("decode bracketed, TTFT open: Burst = %d, want 26", got)
+	}
+	// Decode, measured at 23 in flight, is expected to break at 23.25, 2.25
+	// requests above the 21 running: any burst measures that, so TTFT's aim
+	// (twice its level 3) chooses the size.
+	near := append(withDecode(1, 21, 21, 21), Point{Time: t0, Load: 3, InFlight: 23, TTFT: 0.3, Decode: 11, Burst: 3})
+	if got := Burst(Evaluate("a", decode, near, 21), 21, 0, 16); got != 6 {
+		t.Errorf("decode about to break: Burst = %d, want TTFT's 6", got)
+	}
+	// A burst too small to spread the levels carries no fit: decode alone
+	// would want a batch of 3, one more than the 2 running.
+	if got := Burst(Evaluate("a", UseCase{Name: "d", Statistic: "mean", DecodeMin: 10}, withDecode(1, 2, 2), 2), 2, 0, 8); got != 3 {
+		t.Errorf("first burst with 2 running: %d, want 3", got)
 	}
 	// An SLO breached now: more load would only hurt.
 	slow := lone(1, 1, 1)

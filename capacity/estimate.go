@@ -137,21 +137,24 @@ func Evaluate(target string, u UseCase, points []Point, load float64) Estimate {
 		e.Margin = math.Min(e.Margin, s.Margin)
 		s.Capacity, s.Curve, s.Why = solve(lone, value, u.Statistic, increasing, s.Threshold, steadyShort)
 		burst := together
-		if s.Name == "decode_tokens_per_second" || s.Name == "itl_seconds" {
-			burst = settled(together)
+		switch s.Name {
+		case "decode_tokens_per_second", "itl_seconds":
+			burst = inFlight(settled(together))
+		case "e2e_seconds":
+			burst = inFlight(together)
 		}
 		s.BurstCapacity, s.BurstCurve, s.BurstWhy = solve(burst, value, u.Statistic, increasing, s.Threshold, burstShort)
 	}
 	var steadyWhy, burstWhy string
-	e.SteadyCapacity, steadyWhy = lowest(e.SLOs, func(s SLO) (float64, string) { return s.Capacity, s.Why })
-	e.BurstCapacity, burstWhy = lowest(e.SLOs, func(s SLO) (float64, string) { return s.BurstCapacity, s.BurstWhy })
+	e.SteadyCapacity, steadyWhy = lowest(e.SLOs, func(s SLO) (float64, Curve, string) { return s.Capacity, s.Curve, s.Why })
+	e.BurstCapacity, burstWhy = lowest(e.SLOs, func(s SLO) (float64, Curve, string) { return s.BurstCapacity, s.BurstCurve, s.BurstWhy })
 	switch {
 	case math.IsNaN(e.BurstCapacity):
 		e.Capacity = e.SteadyCapacity
 	case math.IsNaN(e.SteadyCapacity):
 		e.Capacity = e.BurstCapacity
 	default:
-		e.Capacity = math.Min(e.SteadyCapacity, e.BurstCapacity)
+		e.Capacity = math.Min(placed(e.SLOs), e.BurstCapacity)
 	}
 	if math.IsNaN(e.Capacity) {
 		e.Why = steadyWhy
@@ -168,6 +171,24 @@ func Evaluate(target string, u UseCase, points []Point, load float64) Estimate {
 		}
 	}
 	return e
+}
+
+// placed is the lowest steady-state capacity of the SLOs, where a crossing
+// that production's loads left in a gap wider than Reach (a guess, see
+// between) yields to the SLO's burst crossing when that lies inside the
+// gap: requests queued together are the harsher test of the same server,
+// so the steady crossing lies at or above it, and below the gap's failing
+// end. This takes production's requests to be no heavier than the probes.
+func placed(slos []SLO) float64 {
+	c := math.Inf(1)
+	for _, s := range slos {
+		v := s.Capacity
+		if upper, ok := s.Curve.wideGap(v); ok && s.BurstCapacity < upper {
+			v = math.Max(v, s.BurstCapacity)
+		}
+		c = math.Min(c, v)
+	}
+	return c
 }
 
 // settled keeps, of each burst, the probe that got its first token last: the
@@ -195,6 +216,22 @@ func settled(together []Point) []Point {
 	idx := slices.Sorted(maps.Values(last)) // map order would reorder the sums
 	for _, i := range idx {
 		out = append(out, together[i])
+	}
+	return out
+}
+
+// inFlight tags the points of bursts with the requests in flight around
+// them. A burst's level counts the prefill it competed with, which is what
+// its TTFT answers to; its tokens were decoded in a batch with everything
+// else running, production included, and so is its decode speed, which is
+// most of an E2E.
+func inFlight(points []Point) []Point {
+	out := make([]Point, len(points))
+	for i, p := range points {
+		if p.Burst > 0 {
+			p.Load = p.InFlight
+		}
+		out[i] = p
 	}
 	return out
 }
@@ -245,6 +282,9 @@ func values(points []Point, value func(Point) float64) []float64 {
 // Reach lets it be followed, which bounds nothing.
 func solve(points []Point, value func(Point) float64, stat string, increasing bool, threshold float64, short string) (float64, Curve, string) {
 	c := isotonic(bin(points, value, stat), increasing)
+	if short == "" && len(c) == 0 {
+		short = "no point with a known load"
+	}
 	if short != "" {
 		return math.NaN(), c, short
 	}
@@ -256,22 +296,30 @@ func solve(points []Point, value func(Point) float64, stat string, increasing bo
 
 // lowest is the smallest of the SLOs' capacities on one curve: NaN when any
 // cannot be fitted or when none reaches its threshold, with the first reason.
-func lowest(slos []SLO, get func(SLO) (float64, string)) (float64, string) {
-	c, why := math.Inf(1), ""
+// An SLO whose curve stays within its threshold as far as it can be
+// followed caps the others' crossings at that reach, beyond which nothing
+// is known of it: a burst's decode speed can be measured at more requests
+// in flight than its TTFT at prefill levels.
+func lowest(slos []SLO, get func(SLO) (float64, Curve, string)) (float64, string) {
+	c, reach, why := math.Inf(1), math.Inf(1), ""
 	for _, s := range slos {
-		v, w := get(s)
+		v, curve, w := get(s)
 		if w != "" && why == "" {
 			why = s.Name + ": " + w
 		}
-		c = math.Min(c, v)
-		if math.IsNaN(v) {
-			c = math.NaN()
+		switch {
+		case math.IsNaN(v):
+			return math.NaN(), why
+		case math.IsInf(v, 1):
+			reach = math.Min(reach, Reach*curve[len(curve)-1].Load)
+		default:
+			c = math.Min(c, v)
 		}
 	}
 	if math.IsInf(c, 1) {
 		return math.NaN(), why
 	}
-	return c, why
+	return math.Min(c, reach), why
 }
 
 // Seeded evaluates with a benchmark's points (a `headroom bench` run of the

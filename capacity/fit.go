@@ -143,6 +143,18 @@ func between(a, b Knot, v float64) float64 {
 	return a.Load * math.Pow(b.Load/a.Load, (v-a.Value)/(b.Value-a.Value))
 }
 
+// wideGap is the upper of the two knots a crossing at load lies between
+// when they are farther apart than Reach, where between can only guess; ok
+// is false elsewhere.
+func (c Curve) wideGap(load float64) (upper float64, ok bool) {
+	for i := 1; i < len(c); i++ {
+		if a, b := c[i-1].Load, c[i].Load; a < load && load < b {
+			return b, b > Reach*a
+		}
+	}
+	return 0, false
+}
+
 func interpolate(a, b Knot, v float64) float64 {
 	if b.Value == a.Value {
 		return b.Load

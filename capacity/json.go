@@ -36,17 +36,18 @@ func (s SLO) MarshalJSON() ([]byte, error) {
 // MarshalJSON implements json.Marshaler.
 func (e Estimate) MarshalJSON() ([]byte, error) {
 	pts := make([]struct {
-		Time   string `json:"time"`
-		Load   num    `json:"load"`
-		TTFT   num    `json:"ttft_s"`
-		E2E    num    `json:"e2e_s"`
-		ITL    num    `json:"itl_s"`
-		Decode num    `json:"decode_tps"`
-		Burst  int    `json:"burst,omitempty"`
+		Time     string `json:"time"`
+		Load     num    `json:"load"`
+		InFlight num    `json:"in_flight"`
+		TTFT     num    `json:"ttft_s"`
+		E2E      num    `json:"e2e_s"`
+		ITL      num    `json:"itl_s"`
+		Decode   num    `json:"decode_tps"`
+		Burst    int    `json:"burst,omitempty"`
 	}, len(e.Points))
 	for i, p := range e.Points {
 		pts[i].Time = p.Time.UTC().Format("2006-01-02T15:04:05.000Z07:00")
-		pts[i].Load, pts[i].TTFT, pts[i].E2E, pts[i].ITL, pts[i].Decode = num(p.Load), num(p.TTFT), num(p.E2E), num(p.ITL), num(p.Decode)
+		pts[i].Load, pts[i].InFlight, pts[i].TTFT, pts[i].E2E, pts[i].ITL, pts[i].Decode = num(p.Load), num(p.InFlight), num(p.TTFT), num(p.E2E), num(p.ITL), num(p.Decode)
 		pts[i].Burst = p.Burst
 	}
 	return json.Marshal(struct {

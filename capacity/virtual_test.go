@@ -137,8 +137,8 @@ func (w *world) probe(context, output, n int, t0 time.Time) ([]capacity.Point, f
 	}
 	for _, pr := range prs {
 		itl := (pr.last - pr.first) / float64(output-1)
-		load := pr.loadSum / pr.loadTime
-		burst := 0
+		inFlight := pr.loadSum / pr.loadTime
+		load, burst := inFlight, 0
 		if n > 1 {
 			load, burst = monitor.BurstLevel(n, queued, prefilled, float64(context)), n
 		}
@@ -147,7 +147,7 @@ func (w *world) probe(context, output, n int, t0 time.Time) ([]capacity.Point, f
 			at = pr.start
 		}
 		pts = append(pts, capacity.Point{Time: t0.Add(time.Duration(at * float64(time.Second))),
-			Load: load, TTFT: pr.first - pr.start, E2E: pr.last - pr.start, ITL: itl, Decode: 1 / itl, Burst: burst})
+			Load: load, InFlight: inFlight, TTFT: pr.first - pr.start, E2E: pr.last - pr.start, ITL: itl, Decode: 1 / itl, Burst: burst})
 	}
 	return pts, busy
 }
@@ -250,7 +250,7 @@ func TestCapacityInVirtualTime(t *testing.T) {
 	}
 	var b bytes.Buffer
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "report\tuse case\treport capacity\tsim, report protocol\tsim, steady state\theadroom burst\theadroom steady\twithin 15%/1 of report\tsamples\tbursts\tprobe occupancy\twhy unknown")
+	fmt.Fprintln(tw, "report\tuse case\treport capacity\tsim, report protocol\tsim, steady state\theadroom\theadroom burst\theadroom steady\twithin 15%/1 of report\tsamples\tbursts\tprobe occupancy\twhy unknown")
 	above := func(got, want float64) bool { return got > want+sim.CapacityTolerance(want) }
 	for _, r := range reports[:3] {
 		prof, err := sim.LookupProfile(r.Profile)
@@ -268,8 +268,8 @@ func TestCapacityInVirtualTime(t *testing.T) {
 			synced, _ := sim.CapacityLimit(prof.Params, u)
 			truth := steadyTruth(prof.Params, u, probeOut)
 			verdict := map[bool]string{true: "yes", false: "no"}[sim.CapacityWithin(e.Capacity, u.Capacity, u.Capped, false)]
-			fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.1f\t%.1f\t%.1f\t%.1f\t%s\t%d\t%d\t%.2f%%\t%s\n", r.File[:3], u.Name, u.Capacity, synced, truth,
-				e.BurstCapacity, e.SteadyCapacity, verdict, e.Samples, bursts, 100*occ, e.Why)
+			fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%s\t%d\t%d\t%.2f%%\t%s\n", r.File[:3], u.Name, u.Capacity, synced, truth,
+				e.Capacity, e.BurstCapacity, e.SteadyCapacity, verdict, e.Samples, bursts, 100*occ, e.Why)
 			if occ > 0.02 {
 				t.Errorf("%s %s: probes occupied %.2f%% of the time, budget 2%%", r.File[:3], u.Name, 100*occ)
 			}

@@ -9,21 +9,23 @@ import (
 	"time"
 )
 
-// Point is one successful probe. Times are seconds; Load is the requests in
-// flight while it ran, itself included, or, for a burst, the requests it
-// competed with for prefill (NaN when the server's metrics were not readable:
-// such points count for margins, not for the fit). Burst is the number of
+// Point is one successful probe. Times are seconds. InFlight is the requests
+// in flight while it ran, itself included; Load is what its TTFT answers to:
+// InFlight for a lone probe, and for a burst the requests it competed with
+// for prefill (both NaN when the server's metrics were not readable: such
+// points count for margins, not for the fit). Burst is the number of
 // requests sent together with it, itself included (a calibration burst or a
-// bench cell); 0 for a lone probe amid production traffic. The
-// probes of one burst share its Time, the moment it was sent.
+// bench cell); 0 for a lone probe amid production traffic. The probes of
+// one burst share its Time, the moment it was sent.
 type Point struct {
-	Time   time.Time `json:"time"`
-	Load   float64   `json:"load"`
-	TTFT   float64   `json:"ttft_s"`
-	E2E    float64   `json:"e2e_s"`
-	ITL    float64   `json:"itl_s"`
-	Decode float64   `json:"decode_tps"`
-	Burst  int       `json:"burst,omitempty"`
+	Time     time.Time `json:"time"`
+	Load     float64   `json:"load"`
+	InFlight float64   `json:"in_flight"`
+	TTFT     float64   `json:"ttft_s"`
+	E2E      float64   `json:"e2e_s"`
+	ITL      float64   `json:"itl_s"`
+	Decode   float64   `json:"decode_tps"`
+	Burst    int       `json:"burst,omitempty"`
 }
 
 // MaxPoints bounds each series whatever the uptime: at the shortest interval

@@ -22,12 +22,13 @@ import (
 type Sample struct {
 	Target, Scenario string
 	Time             time.Time // when it ended; a burst's probes: when the burst was sent
-	// Load: a lone probe's requests in flight while it ran, itself included;
-	// a burst's, the requests it competed with for prefill (BurstLevel).
-	// NaN if unknown.
-	Load   float64
-	Burst  int // probes sent together, itself included; 0 for a lone probe
-	Result probe.Result
+	// InFlight: the requests in flight while it ran, itself included. Load:
+	// what its TTFT answers to, InFlight for a lone probe, and for a burst's
+	// probes the requests they competed with for prefill (BurstLevel). NaN
+	// if unknown.
+	Load, InFlight float64
+	Burst          int // probes sent together, itself included; 0 for a lone probe
+	Result         probe.Result
 }
 
 // Recorder receives probe samples (the capacity model).
@@ -364,19 +365,18 @@ func (t *target) record(s Sample) {
 }
 
 // probeOnce runs one probe that joins the target with n-1 others (a burst).
-// A lone probe's load is the mean of the engine's readings while it ran: the
-// one taken before plus itself, each scrape until it ends, the one after. A
-// burst's is the burst's, tagged by probeN once all are done.
+// Its requests in flight are the mean of the engine's readings while it ran:
+// the one taken before plus the n sent, each scrape until it ends, the one
+// after plus itself. That is a lone probe's load; a burst's is the burst's,
+// tagged by probeN once all are done.
 func (t *target) probeOnce(ctx context.Context, sc config.Scenario, before engine.Load, beforeOK bool, n int) (Sample, bool) {
 	acc := &loadAcc{}
-	if n == 1 {
-		if beforeOK {
-			acc.add(before.InFlight() + 1)
-		}
-		t.mu.Lock()
-		t.inFlight[acc] = true
-		t.mu.Unlock()
+	if beforeOK {
+		acc.add(before.InFlight() + float64(n))
 	}
+	t.mu.Lock()
+	t.inFlight[acc] = true
+	t.mu.Unlock()
 	res := t.prober.Probe(ctx, probe.Scenario{Name: sc.Name, InputTokens: sc.InputTokens, OutputTokens: sc.OutputTokens,
 		Cold: sc.Cache == "cold", Timeout: sc.ProbeTimeout()})
 	t.mu.Lock()
@@ -385,7 +385,7 @@ func (t *target) probeOnce(ctx context.Context, sc config.Scenario, before engin
 	queueWait := time.Duration(-1)
 	if t.cfg.Engine != "none" && ctx.Err() == nil {
 		after, afterOK := t.scrape(ctx)
-		if afterOK && n == 1 {
+		if afterOK {
 			acc.add(after.InFlight() + 1)
 		}
 		// The histogram's delta is this probe's queue time only when the probe
@@ -405,15 +405,15 @@ func (t *target) probeOnce(ctx context.Context, sc config.Scenario, before engin
 	}
 	t.m.logger.Debug("probe", "target", t.cfg.Name, "scenario", sc.Name, "ttft", res.TTFT, "itl", res.ITL(),
 		"decode_tps", res.DecodeTPS(), "prompt_tokens", res.PromptTokens, "output_tokens", res.CompletionTokens)
-	load := math.NaN()
+	inFlight := math.NaN()
 	if acc.n > 0 {
-		load = acc.sum / acc.n
+		inFlight = acc.sum / acc.n
 	}
 	burst := 0
 	if n > 1 {
 		burst = n
 	}
-	return Sample{Target: t.cfg.Name, Scenario: sc.Name, Time: now, Load: load, Burst: burst, Result: res}, true
+	return Sample{Target: t.cfg.Name, Scenario: sc.Name, Time: now, Load: inFlight, InFlight: inFlight, Burst: burst, Result: res}, true
 }
 
 func scenario(ss []config.Scenario, name string) (config.Scenario, bool) {

@@ -133,6 +133,11 @@ type estimateJSON struct {
 	Samples  int      `json:"samples"`
 	Seed     int      `json:"seed_points"`
 	Why      string   `json:"why"`
+	Points   []struct {
+		Load     *float64 `json:"load"`
+		InFlight *float64 `json:"in_flight"`
+		Burst    int      `json:"burst"`
+	} `json:"points"`
 }
 
 // waitEstimates polls /api/v1/status until every estimate satisfies done.
@@ -194,6 +199,20 @@ func TestCalibrationBursts(t *testing.T) {
 	}
 	if p := ls.peak.Load(); p < 3 {
 		t.Errorf("at most %d probes in flight at once: no burst", p)
+	}
+	// The server counts the burst's own probes as running; nothing else is.
+	bursts := 0
+	for _, p := range st[0].Points {
+		if p.Burst == 0 {
+			continue
+		}
+		bursts++
+		if p.InFlight == nil || *p.InFlight < 1 || *p.InFlight > float64(p.Burst) {
+			t.Errorf("burst of %d: in_flight %v, want 1 to %d", p.Burst, p.InFlight, p.Burst)
+		}
+	}
+	if bursts == 0 {
+		t.Error("no burst point in the status")
 	}
 	if !strings.Contains(logs.String(), "calibration burst") {
 		t.Error("no calibration burst logged")

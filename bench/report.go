@@ -184,8 +184,8 @@ func (r *Report) Points(context, output int) []capacity.Point {
 	var out []capacity.Point
 	for _, c := range r.ladder("closed", context, output) {
 		for _, q := range c.Requests {
-			out = append(out, capacity.Point{Load: float64(c.Concurrency), InFlight: float64(c.Concurrency), TTFT: q.TTFT, E2E: q.E2E, ITL: q.ITL, Decode: q.Decode,
-				Burst: c.Concurrency})
+			n := float64(c.Concurrency)
+			out = append(out, capacity.Point{Load: n, InFlight: n, TTFT: q.TTFT, E2E: q.E2E, ITL: q.ITL, Decode: q.Decode, Burst: c.Concurrency})
 		}
 	}
 	return out

@@ -239,10 +239,10 @@ func monitorRun(p sim.Params, r sim.Report, u sim.UseCaseFigure, probeOut int) (
 // with the profiles of reports 000-002 and compares, per use case, the
 // report's capacity, the simulator's own under the report's protocol (all
 // requests of a cell arriving together), the steady-state capacity measured
-// directly (users arriving independently), and headroom's two estimates
-// after 30 minutes. The table is docs/capacity.md's. Neither estimate may
-// promise more than what it measures gives (15% or 1 request), and probes
-// must stay within the budget.
+// directly (users arriving independently), and headroom's capacity with the
+// two estimates it comes from, after 30 minutes. The table is
+// docs/capacity.md's. Neither estimate may promise more than what it
+// measures gives (15% or 1 request), and probes must stay within the budget.
 func TestCapacityInVirtualTime(t *testing.T) {
 	reports, err := sim.Reports()
 	if err != nil {

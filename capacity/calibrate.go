@@ -69,8 +69,8 @@ func aims(slos []SLO, load, queued, first float64) []aim {
 	out := make([]aim, len(slos))
 	for i, s := range slos {
 		a := aim{base: load, ms: margins(s), open: math.IsInf(s.BurstCapacity, 1)}
-		if s.Name == "ttft_seconds" {
-			a.base = queued
+		if s.Name == "ttft_seconds" || s.Name == "e2e_seconds" {
+			a.base = queued // an E2E's curve reaches a load once its TTFT's does
 		}
 		a.level = nextLevel(a.ms, first)
 		a.breaks = s.BurstCapacity

@@ -154,6 +154,26 @@ func TestBurstDecodeAnswersToInFlight(t *testing.T) {
 	}
 }
 
+// A burst's E2E is its TTFT, at the level, plus its decode, in the batch:
+// the E2E curve adds the two fits. Here TTFT is 0.1 s per level and the
+// decode 0.05 s per request in flight, with four production requests
+// running: E2E 0.15 s per request reaches 1.5 s at 10. Fitted whole at
+// either load it would cross at 8.7 or 12.7.
+func TestBurstE2EAddsTTFTAndDecode(t *testing.T) {
+	ps := []Point{{Time: t0, Load: 1, InFlight: 1, TTFT: 0.1, E2E: 0.15}}
+	for _, n := range []int{3, 6, 9} {
+		level, running := float64(n), float64(n+4)
+		for range n {
+			ps = append(ps, Point{Time: t0.Add(time.Duration(n) * time.Hour), Load: level, InFlight: running,
+				TTFT: 0.1 * level, E2E: 0.1*level + 0.05*running, Burst: n})
+		}
+	}
+	e := Evaluate("a", UseCase{Name: "c", Statistic: "mean", E2EMax: 1.5}, ps, 1)
+	if math.Abs(e.BurstCapacity-10) > 1e-9 {
+		t.Errorf("burst capacity %.3f, want 10 (curve %v)", e.BurstCapacity, e.SLOs[0].BurstCurve)
+	}
+}
+
 // A threshold that holds as far as its curve can be followed caps the
 // capacity at that reach: beyond it nothing is known of it. Here TTFT was
 // measured at levels up to 10 (reach 20), decode at up to 30 in flight.
@@ -346,6 +366,9 @@ func TestBurst(t *testing.T) {
 	// zero at 73, at most doubling the level 5: 10); decode 9 and 1 (zero
 	// at 10).
 	ps := append(withDecode(1, 4, 4, 4), Point{Time: t0, Load: 5, InFlight: 9, TTFT: 0.2, Decode: 20, Burst: 5})
+	for i := range ps {
+		ps[i].E2E = 2 * ps[i].TTFT
+	}
 	for _, tc := range []struct {
 		name string
 		u    UseCase
@@ -353,6 +376,8 @@ func TestBurst(t *testing.T) {
 	}{
 		{"TTFT alone: the level", u, 10},
 		{"decode breaks first: the batch", decode, 6},
+		// E2E reaches a load once its TTFT does: 0.2 s at 1, 0.35 s at 5.
+		{"E2E: its TTFT's level", UseCase{Name: "e", Statistic: "mean", E2EMax: 1}, 10},
 	} {
 		if got := Burst(Evaluate("a", tc.u, ps, 4), 4, 0, 16); got != tc.want {
 			t.Errorf("%s: Burst = %d, want %d", tc.name, got, tc.want)

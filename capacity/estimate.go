@@ -135,15 +135,20 @@ func Evaluate(target string, u UseCase, points []Point, load float64) Estimate {
 			s.Margin = (s.Value - s.Threshold) / s.Threshold
 		}
 		e.Margin = math.Min(e.Margin, s.Margin)
-		s.Capacity, s.Curve, s.Why = solve(lone, value, u.Statistic, increasing, s.Threshold, steadyShort)
-		burst := together
+		s.Capacity, s.Curve, s.Why = solve(fit(lone, value, u.Statistic, increasing), increasing, s.Threshold, steadyShort)
+		var burst Curve
 		switch s.Name {
 		case "decode_tokens_per_second", "itl_seconds":
-			burst = inFlight(settled(together))
+			burst = fit(inFlight(settled(together)), value, u.Statistic, increasing)
 		case "e2e_seconds":
-			burst = inFlight(together)
+			// A TTFT, which answers to the level, then a decode, which
+			// answers to the batch: each fitted on its own load.
+			burst = sum(fit(together, func(p Point) float64 { return p.TTFT }, u.Statistic, true),
+				fit(inFlight(together), func(p Point) float64 { return p.E2E - p.TTFT }, u.Statistic, true))
+		default:
+			burst = fit(together, value, u.Statistic, increasing)
 		}
-		s.BurstCapacity, s.BurstCurve, s.BurstWhy = solve(burst, value, u.Statistic, increasing, s.Threshold, burstShort)
+		s.BurstCapacity, s.BurstCurve, s.BurstWhy = solve(burst, increasing, s.Threshold, burstShort)
 	}
 	var steadyWhy, burstWhy string
 	e.SteadyCapacity, steadyWhy = lowest(e.SLOs, func(s SLO) (float64, Curve, string) { return s.Capacity, s.Curve, s.Why })
@@ -223,8 +228,7 @@ func settled(together []Point) []Point {
 // inFlight tags the points of bursts with the requests in flight around
 // them. A burst's level counts the prefill it competed with, which is what
 // its TTFT answers to; its tokens were decoded in a batch with everything
-// else running, production included, and so is its decode speed, which is
-// most of an E2E.
+// else running, production included, and so is its decode speed.
 func inFlight(points []Point) []Point {
 	out := make([]Point, len(points))
 	for i, p := range points {
@@ -276,12 +280,16 @@ func values(points []Point, value func(Point) float64) []float64 {
 	return vs
 }
 
-// solve fits one metric's load-response and finds where it reaches the
-// threshold: NaN with the reason when the points cannot carry a fit (short is
-// that reason), +Inf when the curve stays within the threshold as far as
-// Reach lets it be followed, which bounds nothing.
-func solve(points []Point, value func(Point) float64, stat string, increasing bool, threshold float64, short string) (float64, Curve, string) {
-	c := isotonic(bin(points, value, stat), increasing)
+// fit is one metric's monotone load-response.
+func fit(points []Point, value func(Point) float64, stat string, increasing bool) Curve {
+	return isotonic(bin(points, value, stat), increasing)
+}
+
+// solve finds where a fitted load-response reaches the threshold: NaN with
+// the reason when the points cannot carry a fit (short is that reason), +Inf
+// when the curve stays within the threshold as far as Reach lets it be
+// followed, which bounds nothing.
+func solve(c Curve, increasing bool, threshold float64, short string) (float64, Curve, string) {
 	if short == "" && len(c) == 0 {
 		short = "no point with a known load"
 	}

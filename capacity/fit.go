@@ -41,6 +41,43 @@ func bin(points []Point, value func(Point) float64, stat string) Curve {
 	return out
 }
 
+// sum adds two increasing load-responses, at every knot of either up to the
+// highest load both reach: past it one of them is unknown. Below its first
+// knot a curve is held at that knot's value, which it cannot exceed there.
+// Means add up exactly; a percentile of a sum is at most the sum of the
+// percentiles, so the sum errs high.
+func sum(a, b Curve) Curve {
+	if len(a) == 0 || len(b) == 0 {
+		return nil
+	}
+	hi := math.Min(a[len(a)-1].Load, b[len(b)-1].Load)
+	ks := append(append(Curve(nil), a...), b...)
+	sort.SliceStable(ks, func(i, j int) bool { return ks[i].Load < ks[j].Load })
+	var out Curve
+	for _, k := range ks {
+		if k.Load > hi || len(out) > 0 && k.Load == out[len(out)-1].Load {
+			continue
+		}
+		out = append(out, Knot{Load: k.Load, Value: a.at(k.Load) + b.at(k.Load), N: k.N})
+	}
+	return out
+}
+
+// at is the curve's value at load: linear between knots, the first knot's
+// below it; load must not pass the last knot.
+func (c Curve) at(load float64) float64 {
+	if load <= c[0].Load {
+		return c[0].Value
+	}
+	for i := 1; i < len(c); i++ {
+		if load <= c[i].Load {
+			a, b := c[i-1], c[i]
+			return a.Value + (load-a.Load)*(b.Value-a.Value)/(b.Load-a.Load)
+		}
+	}
+	return c[len(c)-1].Value
+}
+
 // isotonic makes the curve non-decreasing (or non-increasing when increasing
 // is false) with the pool-adjacent-violators algorithm, weighted by samples.
 // A load-response is monotone: more load never makes a server faster, so a

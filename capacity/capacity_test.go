@@ -134,43 +134,27 @@ func TestSteadyAndBurstCurves(t *testing.T) {
 }
 
 // A burst's TTFT answers to the prefill it competed with (Load), its decode
-// speed to the batch it decoded in (InFlight): here four production
-// requests were running through every burst.
-func TestBurstDecodeAnswersToInFlight(t *testing.T) {
-	ps := []Point{{Time: t0, Load: 1, InFlight: 1, TTFT: 0.1, Decode: 100}}
+// speed to the batch it decoded in (InFlight), and its E2E to both: the E2E
+// curve adds the two fits. Here four production requests were running
+// through every burst.
+func TestBurstMetricsAnswerToTheirOwnLoads(t *testing.T) {
+	ps := []Point{{Time: t0, Load: 1, InFlight: 1, TTFT: 0.1, E2E: 0.15, Decode: 100}}
 	for _, n := range []int{3, 6, 9} {
 		level, running := float64(n), float64(n+4)
 		for range n {
 			ps = append(ps, Point{Time: t0.Add(time.Duration(n) * time.Hour), Load: level, InFlight: running,
-				TTFT: 0.1 * level, Decode: 100 / running, Burst: n})
+				TTFT: 0.1 * level, E2E: 0.1*level + 0.05*running, Decode: 100 / running, Burst: n})
 		}
 	}
-	e := Evaluate("a", UseCase{Name: "c", Statistic: "mean", TTFTMax: 0.5, DecodeMin: 10}, ps, 1)
-	ttft, decode := e.SLOs[0].BurstCapacity, e.SLOs[1].BurstCapacity
-	// TTFT 0.1 x level: 0.3 at 3 and 0.6 at 6 cross 0.5 at 5. Decode
-	// 100/in flight reaches 10 at 10 in flight, the burst of 6.
-	if math.Abs(ttft-5) > 1e-9 || math.Abs(decode-10) > 1e-9 {
-		t.Errorf("burst capacity: TTFT %.2f, decode %.2f; want 5 and 10", ttft, decode)
-	}
-}
-
-// A burst's E2E is its TTFT, at the level, plus its decode, in the batch:
-// the E2E curve adds the two fits. Here TTFT is 0.1 s per level and the
-// decode 0.05 s per request in flight, with four production requests
-// running: E2E 0.15 s per request reaches 1.5 s at 10. Fitted whole at
-// either load it would cross at 8.7 or 12.7.
-func TestBurstE2EAddsTTFTAndDecode(t *testing.T) {
-	ps := []Point{{Time: t0, Load: 1, InFlight: 1, TTFT: 0.1, E2E: 0.15}}
-	for _, n := range []int{3, 6, 9} {
-		level, running := float64(n), float64(n+4)
-		for range n {
-			ps = append(ps, Point{Time: t0.Add(time.Duration(n) * time.Hour), Load: level, InFlight: running,
-				TTFT: 0.1 * level, E2E: 0.1*level + 0.05*running, Burst: n})
+	e := Evaluate("a", UseCase{Name: "c", Statistic: "mean", TTFTMax: 0.5, E2EMax: 1.5, DecodeMin: 10}, ps, 1)
+	for i, want := range []float64{
+		5,  // TTFT 0.1 x level: 0.3 at 3 and 0.6 at 6 cross 0.5 at 5
+		10, // E2E 0.1 s per level and 0.05 per request in flight: 1.5 s at 10 (whole at either load: 8.7 or 12.7)
+		10, // decode 100 / in flight: 10 tok/s at 10 in flight, the burst of 6
+	} {
+		if got := e.SLOs[i].BurstCapacity; math.Abs(got-want) > 1e-9 {
+			t.Errorf("%s: burst capacity %.3f, want %v (curve %v)", e.SLOs[i].Name, got, want, e.SLOs[i].BurstCurve)
 		}
-	}
-	e := Evaluate("a", UseCase{Name: "c", Statistic: "mean", E2EMax: 1.5}, ps, 1)
-	if math.Abs(e.BurstCapacity-10) > 1e-9 {
-		t.Errorf("burst capacity %.3f, want 10 (curve %v)", e.BurstCapacity, e.SLOs[0].BurstCurve)
 	}
 }
 

@@ -136,19 +136,7 @@ func Evaluate(target string, u UseCase, points []Point, load float64) Estimate {
 		}
 		e.Margin = math.Min(e.Margin, s.Margin)
 		s.Capacity, s.Curve, s.Why = solve(fit(lone, value, u.Statistic, increasing), increasing, s.Threshold, steadyShort)
-		var burst Curve
-		switch s.Name {
-		case "decode_tokens_per_second", "itl_seconds":
-			burst = fit(inFlight(settled(together)), value, u.Statistic, increasing)
-		case "e2e_seconds":
-			// A TTFT, which answers to the level, then a decode, which
-			// answers to the batch: each fitted on its own load.
-			burst = sum(fit(together, func(p Point) float64 { return p.TTFT }, u.Statistic, true),
-				fit(inFlight(together), func(p Point) float64 { return p.E2E - p.TTFT }, u.Statistic, true))
-		default:
-			burst = fit(together, value, u.Statistic, increasing)
-		}
-		s.BurstCapacity, s.BurstCurve, s.BurstWhy = solve(burst, increasing, s.Threshold, burstShort)
+		s.BurstCapacity, s.BurstCurve, s.BurstWhy = solve(burstCurve(s.Name, together, u.Statistic), increasing, s.Threshold, burstShort)
 	}
 	var steadyWhy, burstWhy string
 	e.SteadyCapacity, steadyWhy = lowest(e.SLOs, func(s SLO) (float64, Curve, string) { return s.Capacity, s.Curve, s.Why })
@@ -176,6 +164,21 @@ func Evaluate(target string, u UseCase, points []Point, load float64) Estimate {
 		}
 	}
 	return e
+}
+
+// burstCurve fits one SLO's burst curve, each part at the load it answers
+// to: TTFT at the level, decode speed and ITL in the batch (inFlight), and
+// E2E, a TTFT then a decode, as the sum of the two.
+func burstCurve(name string, together []Point, stat string) Curve {
+	value, increasing := metric(name)
+	switch name {
+	case "decode_tokens_per_second", "itl_seconds":
+		return fit(inFlight(settled(together)), value, stat, increasing)
+	case "e2e_seconds":
+		return sum(fit(together, func(p Point) float64 { return p.TTFT }, stat, true),
+			fit(inFlight(together), func(p Point) float64 { return p.E2E - p.TTFT }, stat, true))
+	}
+	return fit(together, value, stat, increasing)
 }
 
 // placed is the lowest steady-state capacity of the SLOs, where a crossing

@@ -63,8 +63,8 @@ func sum(a, b Curve) Curve {
 	return out
 }
 
-// at is the curve's value at load: linear between knots, the first knot's
-// below it; load must not pass the last knot.
+// at is the curve's value at load: linear between knots, held at the end
+// knots' values outside them (sum asks for none past the last).
 func (c Curve) at(load float64) float64 {
 	if load <= c[0].Load {
 		return c[0].Value

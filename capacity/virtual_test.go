@@ -191,14 +191,14 @@ func steadyTruth(p sim.Params, u sim.UseCaseFigure, probeOut int) float64 {
 // report's tested concurrency levels of production-like users, held in turn;
 // probes of the use case's scenario under the monitor's Schedule at a 2%
 // budget, calibration bursts of up to 64 as the daemon sends them, and the
-// estimate at the end.
-func monitorRun(p sim.Params, r sim.Report, u sim.UseCaseFigure, probeOut int) (e capacity.Estimate, bursts int, occupancy float64) {
+// estimate at the end. The seed sets when users arrive and probes go out.
+func monitorRun(p sim.Params, r sim.Report, u sim.UseCaseFigure, probeOut int, seed uint64) (e capacity.Estimate, bursts int, occupancy float64) {
 	const horizon, budget, maxBurst = 1800.0, 0.02, 64
 	t0 := time.Unix(0, 0)
 	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
-	w := newWorld(p, sim.Shape{Context: u.Context, Output: u.Output}, 1)
+	w := newWorld(p, sim.Shape{Context: u.Context, Output: u.Output}, seed)
 	store := capacity.NewStore()
-	sched := monitor.NewSchedule([]string{"s"}, []time.Duration{10 * time.Second}, budget, t0, 1)
+	sched := monitor.NewSchedule([]string{"s"}, []time.Duration{10 * time.Second}, budget, t0, seed)
 	cu := capacity.UseCase{Name: u.Name, Scenario: "s", Statistic: "mean", Window: 30 * time.Minute,
 		TTFTMax: u.TTFTMax, E2EMax: u.E2EMax, DecodeMin: u.DecodeMin}
 	ls := levels(r, u)
@@ -235,23 +235,34 @@ func monitorRun(p sim.Params, r sim.Report, u sim.UseCaseFigure, probeOut int) (
 	return capacity.Evaluate("t", cu, store.Window("t", "s", t0), math.NaN()), bursts, busy / math.Max(horizon, paid.Sub(t0).Seconds())
 }
 
+// seeds is how many runs each use case gets, differing in when users arrive
+// and probes go out: one run's table is one draw, and an estimate near the
+// tolerance's edge lands on either side of it from one draw to the next.
+const seeds = 12
+
 // TestCapacityInVirtualTime runs the monitor against the simulator's engine
 // with the profiles of reports 000-002 and compares, per use case, the
 // report's capacity, the simulator's own under the report's protocol (all
 // requests of a cell arriving together), the steady-state capacity measured
 // directly (users arriving independently), and headroom's capacity with the
-// two estimates it comes from, after 30 minutes. The table is
-// docs/capacity.md's. Neither estimate may promise more than what it
-// measures gives (15% or 1 request), and probes must stay within the budget.
+// two estimates it comes from, after 30 minutes. The first table is seed 1's
+// run, the second how the capacity spreads over the seeds; both are
+// docs/capacity.md's. In every run, neither estimate may promise more than
+// what it measures gives (15% or 1 request), and probes must stay within
+// the budget.
 func TestCapacityInVirtualTime(t *testing.T) {
 	reports, err := sim.Reports()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var b bytes.Buffer
+	var b, sb bytes.Buffer
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "report\tuse case\treport capacity\tsim, report protocol\tsim, steady state\theadroom\theadroom burst\theadroom steady\twithin 15%/1 of report\tsamples\tbursts\tprobe occupancy\twhy unknown")
+	sw := tabwriter.NewWriter(&sb, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(sw, "report\tuse case\treport capacity\twithin 15%%/1, of %d seeds\tlowest\tmedian\thighest\tunknown\n", seeds)
 	above := func(got, want float64) bool { return got > want+sim.CapacityTolerance(want) }
+	verdict := map[bool]string{true: "yes", false: "no"}
+	total := 0
 	for _, r := range reports[:3] {
 		prof, err := sim.LookupProfile(r.Profile)
 		if err != nil {
@@ -264,24 +275,50 @@ func TestCapacityInVirtualTime(t *testing.T) {
 			if u.E2EMax > 0 {
 				probeOut = u.Output
 			}
-			e, bursts, occ := monitorRun(prof.Params, r, u, probeOut)
 			synced, _ := sim.CapacityLimit(prof.Params, u)
 			truth := steadyTruth(prof.Params, u, probeOut)
-			verdict := map[bool]string{true: "yes", false: "no"}[sim.CapacityWithin(e.Capacity, u.Capacity, u.Capped, false)]
-			fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%s\t%d\t%d\t%.2f%%\t%s\n", r.File[:3], u.Name, u.Capacity, synced, truth,
-				e.Capacity, e.BurstCapacity, e.SteadyCapacity, verdict, e.Samples, bursts, 100*occ, e.Why)
-			if occ > 0.02 {
-				t.Errorf("%s %s: probes occupied %.2f%% of the time, budget 2%%", r.File[:3], u.Name, 100*occ)
+			var caps []float64
+			within, unknown := 0, 0
+			for seed := uint64(1); seed <= seeds; seed++ {
+				e, bursts, occ := monitorRun(prof.Params, r, u, probeOut, seed)
+				ok := sim.CapacityWithin(e.Capacity, u.Capacity, u.Capped, false)
+				if ok {
+					within++
+				}
+				if math.IsNaN(e.Capacity) {
+					unknown++
+				} else {
+					caps = append(caps, e.Capacity)
+				}
+				if seed == 1 {
+					fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%s\t%d\t%d\t%.2f%%\t%s\n", r.File[:3], u.Name, u.Capacity, synced, truth,
+						e.Capacity, e.BurstCapacity, e.SteadyCapacity, verdict[ok], e.Samples, bursts, 100*occ, e.Why)
+				}
+				if occ > 0.02 {
+					t.Errorf("%s %s seed %d: probes occupied %.2f%% of the time, budget 2%%", r.File[:3], u.Name, seed, 100*occ)
+				}
+				if above(e.SteadyCapacity, truth) {
+					t.Errorf("%s %s seed %d: steady estimate %.1f promises more than the steady state's %.1f", r.File[:3], u.Name, seed, e.SteadyCapacity, truth)
+				}
+				if above(e.BurstCapacity, synced) {
+					t.Errorf("%s %s seed %d: burst estimate %.1f promises more than the report protocol's %.1f", r.File[:3], u.Name, seed, e.BurstCapacity, synced)
+				}
 			}
-			if above(e.SteadyCapacity, truth) {
-				t.Errorf("%s %s: steady estimate %.1f promises more than the steady state's %.1f", r.File[:3], u.Name, e.SteadyCapacity, truth)
+			total += within
+			lo, med, hi := math.NaN(), math.NaN(), math.NaN()
+			if len(caps) > 0 {
+				sort.Float64s(caps)
+				m := len(caps) / 2
+				lo, med, hi = caps[0], (caps[m]+caps[len(caps)-1-m])/2, caps[len(caps)-1]
 			}
-			if above(e.BurstCapacity, synced) {
-				t.Errorf("%s %s: burst estimate %.1f promises more than the report protocol's %.1f", r.File[:3], u.Name, e.BurstCapacity, synced)
-			}
+			fmt.Fprintf(sw, "%s\t%s\t%.0f\t%d\t%.1f\t%.1f\t%.1f\t%d\n", r.File[:3], u.Name, u.Capacity, within, lo, med, hi, unknown)
 		}
 	}
+	fmt.Fprintf(sw, "all\t\t\t%d of %d\t\t\t\t\n", total, 15*seeds)
 	tw.Flush()
+	sw.Flush()
 	golden.Check(t, "testdata/virtual.golden", b.Bytes())
+	golden.Check(t, "testdata/seeds.golden", sb.Bytes())
 	golden.Shown(t, "../docs/capacity.md", "testdata/virtual.golden")
+	golden.Shown(t, "../docs/capacity.md", "testdata/seeds.golden")
 }

@@ -319,7 +319,9 @@ func TestBurst(t *testing.T) {
 		{"at least two", lone(3, 3, 3), 3, 2, 8, 2},
 		{"one passing level: twice it", burst(lone(1, 1, 1), 5, 4, 0.5), 1, 0, 16, 10},
 		{"extrapolates the margin's fall", burst(lone(1, 1, 1), 6, 5, 0.6), 1, 0, 16, 10},
-		{"at most doubling", burst(lone(1, 1, 1), 4, 3, 0.4), 1, 0, 16, 8},
+		{"past twice the level where the margin says so", burst(lone(1, 1, 1), 4, 3, 0.4), 1, 0, 16, 10},
+		{"margin not falling: twice the level", burst(lone(1, 1, 1), 4, 3, 0.1), 1, 0, 16, 8},
+		{"margin falling by a hair: maxBurst", burst(lone(1, 1, 1), 4, 3, 0.1+1e-15), 1, 0, 16, 16},
 		{"aims between pass and fail", burst(burst(lone(1, 1, 1), 4, 3, 0.5), 12, 11, 1.5), 1, 0, 16, 8},
 		{"bracketed closely enough", burst(burst(lone(1, 1, 1), 8, 7, 0.9), 10, 9, 1.1), 1, 0, 16, 0},
 		{"largest allowed burst measured", burst(lone(1, 1, 1), 8, 8, 0.5), 1, 0, 8, 0},
@@ -346,9 +348,8 @@ func TestBurst(t *testing.T) {
 		}
 		return ps
 	}
-	// Margins at 1 and at 9 in flight: TTFT 0.9 and 0.8 (extrapolated to
-	// zero at 73, at most doubling the level 5: 10); decode 9 and 1 (zero
-	// at 10).
+	// TTFT's margins are 0.9 at level 1 and 0.8 at level 5 (zero at 37),
+	// decode's 9 and 1 at 1 and 9 in flight (zero at 10).
 	ps := append(withDecode(1, 4, 4, 4), Point{Time: t0, Load: 5, InFlight: 9, TTFT: 0.2, Decode: 20, Burst: 5})
 	for i := range ps {
 		ps[i].E2E = 2 * ps[i].TTFT
@@ -358,17 +359,19 @@ func TestBurst(t *testing.T) {
 		u    UseCase
 		want int
 	}{
-		{"TTFT alone: the level", u, 10},
+		{"TTFT alone: the level", u, 37},
 		{"decode breaks first: the batch", decode, 6},
-		// E2E reaches a load once its TTFT does: 0.2 s at 1, 0.35 s at 5.
-		{"E2E: its TTFT's level", UseCase{Name: "e", Statistic: "mean", E2EMax: 1}, 10},
+		// E2E reaches a load once its TTFT does: 0.2 s at 1, 0.35 s at 5
+		// (zero margin at 22).
+		{"E2E: its TTFT's level", UseCase{Name: "e", Statistic: "mean", E2EMax: 1}, 22},
 	} {
-		if got := Burst(Evaluate("a", tc.u, ps, 4), 4, 0, 16); got != tc.want {
+		if got := Burst(Evaluate("a", tc.u, ps, 4), 4, 0, 64); got != tc.want {
 			t.Errorf("%s: Burst = %d, want %d", tc.name, got, tc.want)
 		}
 	}
 	// Decode bracketed between 30 and 33 in flight; TTFT held to level 13,
-	// so it caps the capacity at 26: the next burst follows TTFT on, to 26.
+	// so it caps the capacity at 26: the next burst follows TTFT on, to
+	// where its margin (0.91 at 3, 0.61 at 13) reaches zero, 33.
 	bracketed := withDecode(20, 20, 20)
 	for _, level := range []float64{3, 6, 10, 13} {
 		running, decode := level+20, 15.0
@@ -377,15 +380,15 @@ func TestBurst(t *testing.T) {
 		}
 		bracketed = append(bracketed, Point{Time: t0.Add(time.Duration(level) * time.Hour), Load: level, InFlight: running, TTFT: 0.03 * level, Decode: decode, Burst: int(level)})
 	}
-	if got := Burst(Evaluate("a", decode, bracketed, 20), 20, 0, 32); got != 26 {
-		t.Errorf("decode bracketed, TTFT open: Burst = %d, want 26", got)
+	if got := Burst(Evaluate("a", decode, bracketed, 20), 20, 0, 64); got != 33 {
+		t.Errorf("decode bracketed, TTFT open: Burst = %d, want 33", got)
 	}
 	// Decode, measured at 23 in flight, is expected to break at 23.25, 2.25
 	// requests above the 21 running: any burst measures that, so TTFT's aim
-	// (twice its level 3) chooses the size.
+	// (margins 0.9 at level 1, 0.7 at 3: zero at 10) chooses the size.
 	near := append(withDecode(1, 21, 21, 21), Point{Time: t0, Load: 3, InFlight: 23, TTFT: 0.3, Decode: 11, Burst: 3})
-	if got := Burst(Evaluate("a", decode, near, 21), 21, 0, 16); got != 6 {
-		t.Errorf("decode about to break: Burst = %d, want TTFT's 6", got)
+	if got := Burst(Evaluate("a", decode, near, 21), 21, 0, 16); got != 10 {
+		t.Errorf("decode about to break: Burst = %d, want TTFT's 10", got)
 	}
 	// A burst too small to spread the levels carries no fit: decode alone
 	// would want a batch of 3, one more than the 2 running.

@@ -24,9 +24,10 @@ func Burst(e Estimate, load, queued float64, maxBurst int) int {
 	if maxBurst < 2 || math.IsNaN(load) || math.IsNaN(queued) || e.Margin < 0 {
 		return 0
 	}
+	lone, together := split(e.Points)
 	var loads []float64
-	for _, p := range e.Points {
-		if p.Burst == 0 && !math.IsNaN(p.Load) {
+	for _, p := range lone {
+		if !math.IsNaN(p.Load) {
 			loads = append(loads, p.Load)
 		}
 	}
@@ -37,9 +38,20 @@ func Burst(e Estimate, load, queued float64, maxBurst int) int {
 	if load > loads[len(loads)/2] {
 		return 0
 	}
-	// The smallest burst that raises the level past MinSpread, at least two:
-	// a burst that cannot spread the levels cannot carry a fit.
-	least := max(math.Ceil(MinSpread+1-queued), 2)
+	// The smallest burst that raises the level MinSpread past a burst of one
+	// on an idle server, at least two: a burst that cannot spread the levels
+	// cannot carry a fit. A lone probe counts as one when it ran at up to
+	// 1.5 requests in flight (split), so its level can lie above 1.
+	idle := math.Inf(1)
+	for _, p := range together {
+		if p.Burst == 0 {
+			idle = math.Min(idle, p.Load)
+		}
+	}
+	if math.IsInf(idle, 1) {
+		idle = 1
+	}
+	least := max(math.Ceil(idle+MinSpread-queued), 2)
 	a, ok := choose(aims(e.SLOs, load, queued, math.Max(loads[len(loads)-1], MinSpread+1)), least)
 	if !ok {
 		return 0
@@ -159,10 +171,9 @@ func lastPass(ms []Knot) (load, margin float64, ok bool) {
 //
 // The extrapolation is not capped: each burst costs its time out of the
 // probe budget, so reaching the crossing in doubling steps would take the
-// bursts past what a window can pay for (over 12 seeds of the virtual-time
-// test, doubling left 130 of 180 use-case runs within tolerance, the aim
-// 150). What a burst may cost production is bounded by maxBurst, which is
-// the operator's.
+// bursts past what a window can pay for (docs/capacity.md, "The search aims
+// at the crossing"). What a burst may cost production is bounded by
+// maxBurst, which is the operator's.
 func nextLevel(ms []Knot, first float64) float64 {
 	lp, mp, pass := lastPass(ms)
 	fail, failed := firstFail(ms)

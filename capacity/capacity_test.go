@@ -314,6 +314,7 @@ func TestBurst(t *testing.T) {
 		{"no probe yet", nil, 1, 0, 8, 0},
 		{"first burst: production's highest load", lone(2, 2, 6, 6, 6), 1, 0, 8, 6},
 		{"first burst: at least MinSpread+1", lone(1, 1, 1), 0, 0, 8, 3},
+		{"first burst: MinSpread past the idle probe", lone(1.2, 1.2, 1.2), 1, 0, 8, 4},
 		{"queued requests arrive with it", lone(2, 2, 6, 6, 6), 2, 2, 8, 4},
 		{"at most maxBurst", lone(2, 20, 20), 1, 0, 8, 8},
 		{"at least two", lone(3, 3, 3), 3, 2, 8, 2},

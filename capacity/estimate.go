@@ -111,17 +111,8 @@ func Evaluate(target string, u UseCase, points []Point, load float64) Estimate {
 		e.Why = "no successful probe in the window"
 		return e
 	}
-	var lone, together []Point
-	bursts := false
-	for _, p := range points {
-		if p.Burst == 0 {
-			lone = append(lone, p)
-		}
-		if p.Burst > 0 || p.Load <= 1.5 {
-			together = append(together, p)
-		}
-		bursts = bursts || p.Burst > 1
-	}
+	lone, together := split(points)
+	bursts := slices.ContainsFunc(points, func(p Point) bool { return p.Burst > 1 })
 	steadyShort, burstShort := steadyEnough(lone), burstEnough(together)
 	e.Margin = math.Inf(1)
 	for i := range e.SLOs {
@@ -164,6 +155,21 @@ func Evaluate(target string, u UseCase, points []Point, load float64) Estimate {
 		}
 	}
 	return e
+}
+
+// split sorts a window's points by the curve they feed: lone probes the
+// steady one; bursts and lone probes on an idle server, bursts of one, the
+// burst one.
+func split(points []Point) (lone, together []Point) {
+	for _, p := range points {
+		if p.Burst == 0 {
+			lone = append(lone, p)
+		}
+		if p.Burst > 0 || p.Load <= 1.5 {
+			together = append(together, p)
+		}
+	}
+	return lone, together
 }
 
 // burstCurve fits one SLO's burst curve, each part at the load it answers

@@ -263,9 +263,13 @@ func TestOutputsGolden(t *testing.T) {
 
 // headroom bench against headroom sim with report 000's profile reproduces
 // that report's use-case guidance table within the simulator's tolerance.
-// The simulator runs 10x faster than real time, about three minutes of wall
-// time: at 20x a millisecond of client overhead is 20 simulated ones, and
-// code completion's 2 s E2E limit lands too close to the tolerance.
+// Time scaling multiplies the client's own overhead: at 10x a millisecond
+// spent scheduling a goroutine under -race, with the other packages' tests
+// on the same two cores, is 10 simulated ones. Code completion's 2 s E2E
+// limit has little room for that (the simulator's own crossing, 20.7, is
+// 1.2 requests inside the tolerance of the report's 23; CI saw 19.2 at 10x),
+// so it runs at 2x; the long contexts, whose limits are seconds of TTFT,
+// run at 10x. About three minutes of wall time.
 func TestReproducesReport000(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a whole sweep: about three minutes")
@@ -284,18 +288,33 @@ func TestReproducesReport000(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := startSim(t, want.Profile, 10, nil)
-	p := Plan{Contexts: Contexts(cfg), Concurrency: DefaultConcurrency, Output: 1024, Warmup: 1, Search: true, SearchMax: 128,
-		UseCases: UseCases(cfg)}
-	rep := newReport(p)
-	if err := newRunner(ts.URL).Run(t.Context(), rep); err != nil {
-		t.Fatal(err)
-	}
-	if rep.TimeScale != 10 {
-		t.Errorf("time scale %g, want the simulator's 10", rep.TimeScale)
+	// Code completion is the one use case at 1K context.
+	limits := map[string]Limit{}
+	for _, sw := range []struct {
+		scale float64
+		short bool
+	}{{2, true}, {10, false}} {
+		p := Plan{Concurrency: DefaultConcurrency, Warmup: 1, Search: true, SearchMax: 128}
+		for _, u := range UseCases(cfg) {
+			if (u.Context <= 1024) == sw.short {
+				p.UseCases = append(p.UseCases, u)
+				p.Contexts = append(p.Contexts, u.Context)
+				p.Output = u.Output
+			}
+		}
+		rep := newReport(p)
+		if err := newRunner(startSim(t, want.Profile, sw.scale, nil).URL).Run(t.Context(), rep); err != nil {
+			t.Fatal(err)
+		}
+		if rep.TimeScale != sw.scale {
+			t.Errorf("time scale %g, want the simulator's %g", rep.TimeScale, sw.scale)
+		}
+		for _, l := range rep.Limits {
+			limits[l.UseCase] = l
+		}
 	}
 	for _, u := range want.UseCases {
-		l, ok := rep.limitFor(u.Name)
+		l, ok := limits[u.Name]
 		if !ok {
 			t.Errorf("%s: no limit", u.Name)
 			continue

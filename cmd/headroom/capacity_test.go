@@ -111,6 +111,7 @@ func TestCapacityOverHTTP(t *testing.T) {
 		t.Fatalf("estimates: %+v", st)
 	}
 	for _, e := range st {
+		t.Logf("%s: capacity %s from %d samples", e.UseCase, fmtPtr(e.Capacity), e.Samples)
 		if e.Capacity == nil || math.Abs(*e.Capacity-6.5) > 0.5 {
 			t.Errorf("%s: capacity %v from %d samples (%s), want 6.5 ± 0.5", e.UseCase, e.Capacity, e.Samples, e.Why)
 		}
@@ -275,5 +276,5 @@ func fmtPtr(v *float64) string {
 	if v == nil {
 		return "null"
 	}
-	return fmt.Sprint(*v)
+	return fmt.Sprintf("%.2f", *v)
 }

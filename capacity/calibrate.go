@@ -38,13 +38,13 @@ func Burst(e Estimate, load, queued float64, maxBurst int) int {
 	if load > loads[len(loads)/2] {
 		return 0
 	}
-	// The smallest burst that raises the level MinSpread past a burst of one
-	// on an idle server, at least two: a burst that cannot spread the levels
-	// cannot carry a fit. A lone probe counts as one when it ran at up to
-	// 1.5 requests in flight (split), so its level can lie above 1.
+	// The smallest burst that raises the level MinSpread past a burst of one,
+	// at least two: a burst that cannot spread the levels cannot carry a fit.
+	// A lone probe counts as one at up to level 1.5 (split), so its level can
+	// lie above 1.
 	idle := math.Inf(1)
 	for _, p := range together {
-		if p.Burst == 0 {
+		if p.Burst == 1 {
 			idle = math.Min(idle, p.Load)
 		}
 	}

@@ -133,6 +133,42 @@ func TestSteadyAndBurstCurves(t *testing.T) {
 	}
 }
 
+// A lone probe that met no other prefill is a burst of one at its prefill
+// level, whatever was decoding beside it; without a level, one that ran at
+// up to 1.5 requests in flight is.
+func TestSplitBurstsOfOne(t *testing.T) {
+	tests := []struct {
+		name      string
+		p         Point
+		together  bool
+		burstLoad float64
+	}{
+		{"no other prefill amid decoders", Point{Load: 11, InFlight: 11, Level: 1.04}, true, 1.04},
+		{"queued behind a prompt", Point{Load: 3, InFlight: 3, Level: 2.2}, false, 0},
+		{"no level, idle", Point{Load: 1.2, InFlight: 1.2}, true, 1.2},
+		{"no level, busy", Point{Load: 1.7, InFlight: 1.7}, false, 0},
+		{"level unreadable", Point{Load: 1.2, InFlight: 1.2, Level: math.NaN()}, true, 1.2},
+		{"a burst keeps its own", Point{Load: 6.5, InFlight: 9, Burst: 6}, true, 6.5},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			lone, together := split([]Point{tc.p})
+			if wantLone := tc.p.Burst == 0; (len(lone) == 1) != wantLone {
+				t.Errorf("lone: %v, want %v", lone, wantLone)
+			}
+			if (len(together) == 1) != tc.together {
+				t.Fatalf("together: %v, want %v", together, tc.together)
+			}
+			if !tc.together {
+				return
+			}
+			if g := together[0]; g.Load != tc.burstLoad || g.Burst < 1 || g.InFlight != tc.p.InFlight {
+				t.Errorf("on the burst curve as %+v, want load %g, a burst, in flight %g", g, tc.burstLoad, tc.p.InFlight)
+			}
+		})
+	}
+}
+
 // A burst's TTFT answers to the prefill it competed with (Load), its decode
 // speed to the batch it decoded in (InFlight), and its E2E to both: the E2E
 // curve adds the two fits. Here four production requests were running

@@ -97,11 +97,12 @@ func metric(name string) (value func(Point) float64, increasing bool) {
 // Evaluate estimates a use case from its window's points at the current load.
 // Two curves come out of the same window. The steady-state curve rests on lone
 // probes, each at the load production made: what a request arriving among
-// independent users meets. The burst curve rests on requests sent together (a
-// calibration burst, a bench cell, or a lone probe on an idle server, a burst
-// of one): what the reference reports measure, N requests queued at the same
-// instant. Queued together, N prefills delay one another, so the burst
-// capacity is the lower; the estimate is the lower of the two that are known.
+// independent users meets. The burst curve rests on requests sent together
+// (a calibration burst, a bench cell, or a lone probe that met no other
+// prefill, a burst of one): what the reference reports measure, N requests
+// queued at the same instant. Queued together, N prefills delay one another,
+// so the burst capacity is the lower; the estimate is the lower of the two
+// that are known.
 func Evaluate(target string, u UseCase, points []Point, load float64) Estimate {
 	e := Estimate{Target: target, UseCase: u.Name, Scenario: u.Scenario, Capacity: math.NaN(),
 		SteadyCapacity: math.NaN(), BurstCapacity: math.NaN(), Load: load,
@@ -158,14 +159,23 @@ func Evaluate(target string, u UseCase, points []Point, load float64) Estimate {
 }
 
 // split sorts a window's points by the curve they feed: lone probes the
-// steady one; bursts and lone probes on an idle server, bursts of one, the
-// burst one.
+// steady one; bursts and the lone probes that met no other prefill, bursts
+// of one, the burst one. A burst of one is tagged with its prefill level,
+// as a burst is, whatever else was decoding; where that level is not known,
+// a lone probe counts as one when it ran at up to 1.5 requests in flight.
 func split(points []Point) (lone, together []Point) {
 	for _, p := range points {
-		if p.Burst == 0 {
-			lone = append(lone, p)
+		if p.Burst > 0 {
+			together = append(together, p)
+			continue
 		}
-		if p.Burst > 0 || p.Load <= 1.5 {
+		lone = append(lone, p)
+		level := p.Level
+		if !(level >= 1) {
+			level = p.Load
+		}
+		if level <= 1.5 {
+			p.Load, p.Burst = level, 1
 			together = append(together, p)
 		}
 	}

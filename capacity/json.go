@@ -44,11 +44,12 @@ func (e Estimate) MarshalJSON() ([]byte, error) {
 		ITL      num    `json:"itl_s"`
 		Decode   num    `json:"decode_tps"`
 		Burst    int    `json:"burst,omitempty"`
+		Level    num    `json:"level,omitempty"`
 	}, len(e.Points))
 	for i, p := range e.Points {
 		pts[i].Time = p.Time.UTC().Format("2006-01-02T15:04:05.000Z07:00")
 		pts[i].Load, pts[i].InFlight, pts[i].TTFT, pts[i].E2E, pts[i].ITL, pts[i].Decode = num(p.Load), num(p.InFlight), num(p.TTFT), num(p.E2E), num(p.ITL), num(p.Decode)
-		pts[i].Burst = p.Burst
+		pts[i].Burst, pts[i].Level = p.Burst, num(p.Level)
 	}
 	return json.Marshal(struct {
 		Target   string `json:"target"`

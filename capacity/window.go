@@ -26,6 +26,10 @@ type Point struct {
 	ITL      float64   `json:"itl_s"`
 	Decode   float64   `json:"decode_tps"`
 	Burst    int       `json:"burst,omitempty"`
+	// Level is, for a lone probe, what Load is for a burst: the requests it
+	// competed with for prefill, itself included (monitor.BurstLevel); 0
+	// where not known (a level counts the probe, so it is at least 1).
+	Level float64 `json:"level,omitempty"`
 }
 
 // MaxPoints bounds each series whatever the uptime: at the shortest interval

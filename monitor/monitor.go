@@ -28,7 +28,10 @@ type Sample struct {
 	// if unknown.
 	Load, InFlight float64
 	Burst          int // probes sent together, itself included; 0 for a lone probe
-	Result         probe.Result
+	// Level is, for a lone probe, what Load is for a burst's (BurstLevel);
+	// 0 where the engine does not count the prompt tokens it prefills.
+	Level  float64
+	Result probe.Result
 }
 
 // Recorder receives probe samples (the capacity model).
@@ -145,7 +148,7 @@ type target struct {
 	up       bool
 	lastErr  string
 	inFlight map[*loadAcc]bool    // the probes running now
-	bursts   map[*prefillLog]bool // the bursts running now
+	prefills map[*prefillLog]bool // the probes running now
 }
 
 // loadAcc averages the load readings taken while a probe is in flight.
@@ -161,7 +164,7 @@ func (a *loadAcc) add(v float64) {
 func newTarget(m *Monitor, tc config.Target, cfg *config.Config) *target {
 	key, err := tc.APIKey()
 	t := &target{m: m, cfg: tc, scenarios: cfg.Scenarios, budget: cfg.ProbeBudget, scrapeInt: cfg.EngineScrapeInterval, sem: m.sem,
-		calib: cfg.Calibration, apiKey: key, keyErr: err, inFlight: map[*loadAcc]bool{}, bursts: map[*prefillLog]bool{},
+		calib: cfg.Calibration, apiKey: key, keyErr: err, inFlight: map[*loadAcc]bool{}, prefills: map[*prefillLog]bool{},
 		load: engine.Load{Running: math.NaN(), Waiting: math.NaN(), KVUsage: math.NaN()}}
 	engineName := tc.Engine
 	if engineName == "none" {
@@ -228,8 +231,8 @@ func (t *target) scrape(ctx context.Context) (engine.Load, bool) {
 	for acc := range t.inFlight {
 		acc.add(l.InFlight())
 	}
-	for b := range t.bursts {
-		b.add(time.Now(), l.PrefilledTokens)
+	for p := range t.prefills {
+		p.add(time.Now(), l.PrefilledTokens)
 	}
 	return l, true
 }
@@ -312,12 +315,12 @@ func (t *target) probeN(ctx context.Context, sc config.Scenario, n int) (busy ti
 	if t.cfg.Engine != "none" {
 		before, beforeOK = t.scrape(ctx)
 	}
-	var prefill *prefillLog // read by every scrape until the burst is done
-	if n > 1 && beforeOK && !math.IsNaN(before.PrefilledTokens) {
+	var prefill *prefillLog // read by every scrape until the probes are done
+	if beforeOK && !math.IsNaN(before.PrefilledTokens) {
 		prefill = &prefillLog{}
 		prefill.add(time.Now(), before.PrefilledTokens)
 		t.mu.Lock()
-		t.bursts[prefill] = true
+		t.prefills[prefill] = true
 		t.mu.Unlock()
 	}
 	start := time.Now()
@@ -331,10 +334,6 @@ func (t *target) probeN(ctx context.Context, sc config.Scenario, n int) (busy ti
 			if !ok {
 				return
 			}
-			if n == 1 {
-				t.record(s)
-				return
-			}
 			mu.Lock()
 			samples = append(samples, s)
 			mu.Unlock()
@@ -345,10 +344,18 @@ func (t *target) probeN(ctx context.Context, sc config.Scenario, n int) (busy ti
 	if prefill != nil {
 		// Each probe's own reading after it ended came after its first token.
 		t.mu.Lock()
-		delete(t.bursts, prefill)
+		delete(t.prefills, prefill)
 		t.mu.Unlock()
 	}
-	if len(samples) > 0 {
+	switch {
+	case n == 1 && len(samples) == 1:
+		// A lone probe's level says whether it met another prefill: one that
+		// met none is a burst of one, whatever was decoding (capacity.split).
+		if prefill != nil {
+			samples[0].Level = burstLevel(samples, 1, before, beforeOK, prefill, start, sc.InputTokens)
+		}
+		t.record(samples[0])
+	case len(samples) > 0:
 		level := burstLevel(samples, n, before, beforeOK, prefill, start, sc.InputTokens)
 		for _, s := range samples {
 			s.Time, s.Load = start, level

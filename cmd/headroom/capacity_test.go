@@ -26,6 +26,7 @@ import (
 type linearServer struct {
 	bg, inflight atomic.Int64
 	peak         atomic.Int64 // most chat requests in flight at once
+	prompts      atomic.Int64 // prompt tokens prefilled, counted at the first token as vLLM does
 	// slow multiplies every time (0: 1), so that the few milliseconds a
 	// loaded machine adds to each request weigh less in the law's slope.
 	slow float64
@@ -48,7 +49,8 @@ func (s *linearServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		fmt.Fprintf(w, `{"count":%d}`, n)
 	case "/metrics":
-		fmt.Fprintf(w, "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{model_name=\"m\"} %d\n# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting{model_name=\"m\"} 0\n", s.load())
+		fmt.Fprintf(w, "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{model_name=\"m\"} %d\n# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting{model_name=\"m\"} 0\n"+
+			"# TYPE vllm:prompt_tokens_total counter\nvllm:prompt_tokens_total{model_name=\"m\"} %d\n", s.load(), s.prompts.Load())
 	case "/v1/chat/completions":
 		if n := s.inflight.Add(1); n > s.peak.Load() {
 			s.peak.Store(n) // racy max, but only this test's bursts raise it
@@ -63,6 +65,9 @@ func (s *linearServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fl := w.(http.Flusher)
 		for i := range 8 {
 			time.Sleep(time.Until(start.Add(ttft + time.Duration(i)*itl)))
+			if i == 0 {
+				s.prompts.Add(64)
+			}
 			fmt.Fprint(w, "data: {\"choices\":[{\"delta\":{\"content\":\"x \"}}]}\n\n")
 			fl.Flush()
 		}
@@ -111,7 +116,7 @@ func TestCapacityOverHTTP(t *testing.T) {
 		t.Fatalf("estimates: %+v", st)
 	}
 	for _, e := range st {
-		t.Logf("%s: capacity %s from %d samples", e.UseCase, fmtPtr(e.Capacity), e.Samples)
+		t.Logf("%s: capacity %s (steady %s, burst %s) from %d samples", e.UseCase, fmtPtr(e.Capacity), fmtPtr(e.Steady), fmtPtr(e.BurstCap), e.Samples)
 		if e.Capacity == nil || math.Abs(*e.Capacity-6.5) > 0.5 {
 			t.Errorf("%s: capacity %v from %d samples (%s), want 6.5 ± 0.5", e.UseCase, e.Capacity, e.Samples, e.Why)
 		}
@@ -131,6 +136,8 @@ func TestCapacityOverHTTP(t *testing.T) {
 type estimateJSON struct {
 	UseCase  string   `json:"use_case"`
 	Capacity *float64 `json:"capacity"`
+	Steady   *float64 `json:"steady_capacity"`
+	BurstCap *float64 `json:"burst_capacity"`
 	Samples  int      `json:"samples"`
 	Seed     int      `json:"seed_points"`
 	Why      string   `json:"why"`
@@ -138,6 +145,7 @@ type estimateJSON struct {
 		Load     *float64 `json:"load"`
 		InFlight *float64 `json:"in_flight"`
 		Burst    int      `json:"burst"`
+		Level    *float64 `json:"level"`
 	} `json:"points"`
 }
 
@@ -202,9 +210,14 @@ func TestCalibrationBursts(t *testing.T) {
 		t.Errorf("at most %d probes in flight at once: no burst", p)
 	}
 	// The server counts the burst's own probes as running; nothing else is.
-	bursts := 0
+	// A lone probe, alone on the server, met no other prefill: level 1.
+	bursts, lone := 0, 0
 	for _, p := range st[0].Points {
 		if p.Burst == 0 {
+			lone++
+			if p.Level == nil || *p.Level != 1 {
+				t.Errorf("lone probe at level %s, want 1", fmtPtr(p.Level))
+			}
 			continue
 		}
 		bursts++
@@ -212,8 +225,8 @@ func TestCalibrationBursts(t *testing.T) {
 			t.Errorf("burst of %d: in_flight %v, want 1 to %d", p.Burst, p.InFlight, p.Burst)
 		}
 	}
-	if bursts == 0 {
-		t.Error("no burst point in the status")
+	if bursts == 0 || lone == 0 {
+		t.Errorf("%d burst and %d lone points in the status, want both", bursts, lone)
 	}
 	if !strings.Contains(logs.String(), "calibration burst") {
 		t.Error("no calibration burst logged")

@@ -267,7 +267,7 @@ type recorder struct{ d *daemon }
 func (r recorder) Record(s monitor.Sample) {
 	res := s.Result
 	r.d.store.Add(s.Target, s.Scenario, capacity.Point{Time: s.Time, Load: s.Load, InFlight: s.InFlight, TTFT: res.TTFT.Seconds(), E2E: res.E2E.Seconds(),
-		ITL: res.ITL().Seconds(), Decode: res.DecodeTPS(), Burst: s.Burst})
+		ITL: res.ITL().Seconds(), Decode: res.DecodeTPS(), Burst: s.Burst, Level: s.Level})
 }
 
 // Burst implements monitor.Calibrator: the scenario of the target's use case

@@ -148,7 +148,7 @@ type target struct {
 	up       bool
 	lastErr  string
 	inFlight map[*loadAcc]bool    // the probes running now
-	prefills map[*prefillLog]bool // the probes running now
+	prefills map[*prefillLog]bool // the prefill counter as read while they run
 }
 
 // loadAcc averages the load readings taken while a probe is in flight.

@@ -135,20 +135,20 @@ func (w *world) probe(context, output, n int, t0 time.Time) ([]capacity.Point, f
 		busy = math.Max(busy, pr.last-pr.start)
 		prefilled = math.Max(prefilled, pr.prompts-prompts)
 	}
+	level := monitor.BurstLevel(n, queued, prefilled, float64(context))
 	for _, pr := range prs {
 		itl := (pr.last - pr.first) / float64(output-1)
 		inFlight := pr.loadSum / pr.loadTime
-		level := monitor.BurstLevel(n, queued, prefilled, float64(context))
-		load, burst := inFlight, 0
+		load, burst, lone := inFlight, 0, level
 		if n > 1 {
-			load, burst, level = level, n, 0
+			load, burst, lone = level, n, 0
 		}
 		at := pr.last
 		if n > 1 {
 			at = pr.start
 		}
 		pts = append(pts, capacity.Point{Time: t0.Add(time.Duration(at * float64(time.Second))),
-			Load: load, InFlight: inFlight, TTFT: pr.first - pr.start, E2E: pr.last - pr.start, ITL: itl, Decode: 1 / itl, Burst: burst, Level: level})
+			Load: load, InFlight: inFlight, TTFT: pr.first - pr.start, E2E: pr.last - pr.start, ITL: itl, Decode: 1 / itl, Burst: burst, Level: lone})
 	}
 	return pts, busy
 }

@@ -7,9 +7,9 @@ import (
 	"github.com/headroom-dev/headroom/engine"
 )
 
-// burstLevel tags a burst's probes with the requests they competed with for
-// prefill (BurstLevel): the prefill the engine did from before the burst
-// was sent until its last first token, in the probes' prompts.
+// burstLevel is the requests n probes sent together (a lone probe: n = 1)
+// competed with for prefill (BurstLevel): the prefill the engine did from
+// before they were sent until their last first token, in their prompts.
 func burstLevel(samples []Sample, n int, before engine.Load, beforeOK bool, prefill *prefillLog, start time.Time, inputTokens int) float64 {
 	if !beforeOK {
 		return math.NaN()
@@ -56,8 +56,8 @@ func BurstLevel(n int, waiting, prefilled, prompt float64) float64 {
 	return level
 }
 
-// prefillLog keeps the engine's prefilled-token counter as read while a
-// burst runs.
+// prefillLog keeps the engine's prefilled-token counter as read while
+// probes run.
 type prefillLog struct {
 	times  []time.Time
 	tokens []float64

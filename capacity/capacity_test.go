@@ -1,8 +1,10 @@
 package capacity
 
 import (
+	"encoding/json"
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 )
@@ -439,5 +441,21 @@ func TestBurst(t *testing.T) {
 	}
 	if got := Burst(Evaluate("a", u, slow, 1), 1, 0, 8); got != 0 {
 		t.Errorf("burst of %d while breached", got)
+	}
+}
+
+// JSON has no NaN or infinities: an estimate holding them, in any field or
+// knot, still encodes, with null where the number is.
+func TestEstimateJSONWithNonFiniteValues(t *testing.T) {
+	inf := math.Inf(1)
+	e := Estimate{Target: "a", Capacity: math.NaN(), Load: inf, Free: math.Inf(-1),
+		SLOs:   []SLO{{Name: "ttft_seconds", Threshold: 1, Value: inf, Curve: Curve{{Load: inf, Value: math.NaN(), N: 1}}}},
+		Points: []Point{{Load: inf, TTFT: math.NaN()}}}
+	b, err := json.Marshal(e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"curve":[{"load":null,"value":null,"samples":1}]`) || !strings.Contains(string(b), `"load":null`) {
+		t.Errorf("encoded %s", b)
 	}
 }

@@ -17,6 +17,15 @@ func (n num) MarshalJSON() ([]byte, error) {
 }
 
 // MarshalJSON implements json.Marshaler.
+func (k Knot) MarshalJSON() ([]byte, error) {
+	return json.Marshal(struct {
+		Load  num `json:"load"`
+		Value num `json:"value"`
+		N     int `json:"samples"`
+	}{num(k.Load), num(k.Value), k.N})
+}
+
+// MarshalJSON implements json.Marshaler.
 func (s SLO) MarshalJSON() ([]byte, error) {
 	return json.Marshal(struct {
 		Name      string `json:"slo"`

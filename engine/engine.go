@@ -12,8 +12,8 @@ import (
 	"strings"
 
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
+
+	"github.com/headroom-dev/headroom/internal/exposition"
 )
 
 // Load is one normalised reading. Unknown values are NaN.
@@ -94,13 +94,30 @@ func Engines() []string {
 	return out
 }
 
-// Parse reads a text-format /metrics page and normalises it. engine "auto"
-// detects the engine from the metric names.
+// read lists every metric name some dialect reads, and the sim's info metric.
+var read = func() map[string]bool {
+	m := map[string]bool{"headroom_sim_info": true, "nv_trt_llm_request_metrics": true, "nv_trt_llm_kv_cache_block_metrics": true}
+	for _, d := range dialects {
+		for _, names := range [][]string{d.running, d.waiting, d.kv, d.queue, d.prompt, d.generated} {
+			for _, n := range names {
+				m[n] = true
+			}
+		}
+	}
+	return m
+}()
+
+// Parse reads a text-format /metrics page of at most MaxPage bytes and
+// normalises it. engine "auto" detects the engine from the metric names. A
+// page whose values headroom reads are not finite and non-negative is an
+// error: a load of +Inf or -3 requests is no reading.
 func Parse(r io.Reader, engine string) (Load, error) {
-	p := expfmt.NewTextParser(model.LegacyValidation)
-	mfs, err := p.TextToMetricFamilies(r)
+	mfs, err := exposition.Families(r, MaxPage, func(name string) bool { return read[name] })
 	if err != nil {
-		return Load{}, fmt.Errorf("parse metrics: %w", err)
+		return Load{}, err
+	}
+	if err := sane(mfs); err != nil {
+		return Load{}, err
 	}
 	d, ok := pick(mfs, engine)
 	if !ok {
@@ -155,6 +172,23 @@ func pick(mfs map[string]*dto.MetricFamily, engine string) (dialect, bool) {
 		}
 	}
 	return dialect{}, false
+}
+
+// sane checks every value headroom reads: counts, ratios, token counters
+// and queue-time sums are all finite and non-negative.
+func sane(mfs map[string]*dto.MetricFamily) error {
+	for name, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			v := value(m)
+			if m.Histogram != nil {
+				v = math.Min(v, float64(m.GetHistogram().GetSampleCount()))
+			}
+			if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+				return fmt.Errorf("metric %s{%s} has value %g; want a finite, non-negative number", name, exposition.Labels(m), v)
+			}
+		}
+	}
+	return nil
 }
 
 func first(mfs map[string]*dto.MetricFamily, names []string) (*dto.MetricFamily, bool) {

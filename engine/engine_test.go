@@ -91,3 +91,44 @@ func TestScrapeBoundsHugePages(t *testing.T) {
 		t.Fatalf("huge page: %v", err)
 	}
 }
+
+func TestParseRejectsPoisonedValues(t *testing.T) {
+	tests := []struct{ name, page, err string }{
+		{"NaN running", "vllm:num_requests_running NaN\n", "has value NaN"},
+		{"+Inf running", "vllm:num_requests_running +Inf\n", "has value +Inf"},
+		{"negative waiting", "vllm:num_requests_running 1\nvllm:num_requests_waiting -3\n", "has value -3"},
+		{"-Inf queue sum", "# TYPE vllm:request_queue_time_seconds histogram\nvllm:request_queue_time_seconds_bucket{le=\"+Inf\"} 1\nvllm:request_queue_time_seconds_sum -Inf\nvllm:request_queue_time_seconds_count 1\n", "has value -Inf"},
+		{"duplicate series", "vllm:num_requests_running{engine=\"0\"} 1\nvllm:num_requests_running{engine=\"0\"} 9\n", "duplicate series"},
+		{"JSON body", "{}", "truncated"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse(strings.NewReader(tc.page), "auto")
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Fatalf("error %v, want one containing %q", err, tc.err)
+			}
+		})
+	}
+	// A poisoned value in a family headroom does not read costs nothing.
+	if _, err := Parse(strings.NewReader("vllm:num_requests_running 1\nunrelated_gauge -Inf\n"), "auto"); err != nil {
+		t.Errorf("unread family: %v", err)
+	}
+}
+
+// FuzzParse: every engine page, however garbled, gives a Load or an error.
+func FuzzParse(f *testing.F) {
+	for _, file := range []string{"vllm.prom", "sglang.prom", "tgi.prom", "llamacpp.prom", "trtllm-triton.prom", "garbage.prom", "truncated.prom"} {
+		b, err := os.ReadFile("testdata/" + file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte("{}"))
+	f.Fuzz(func(t *testing.T, page []byte) {
+		l, err := Parse(strings.NewReader(string(page)), "auto")
+		if err == nil && (l.Running < 0 || l.Waiting < 0 || math.IsInf(l.InFlight(), 0)) {
+			t.Fatalf("accepted a poisoned load %+v", l)
+		}
+	})
+}

@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 )
 
@@ -29,11 +28,7 @@ func Scrape(ctx context.Context, client *http.Client, url, apiKey, engine string
 	if resp.StatusCode != http.StatusOK {
 		return Load{}, fmt.Errorf("scrape %s: HTTP %d", url, resp.StatusCode)
 	}
-	lr := &io.LimitedReader{R: resp.Body, N: MaxPage + 1}
-	l, err := Parse(lr, engine)
-	if lr.N <= 0 {
-		return Load{}, fmt.Errorf("scrape %s: page larger than %d bytes", url, MaxPage)
-	}
+	l, err := Parse(resp.Body, engine)
 	if err != nil {
 		return Load{}, fmt.Errorf("scrape %s: %w", url, err)
 	}

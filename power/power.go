@@ -12,9 +12,8 @@ import (
 	"strconv"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/headroom-dev/headroom/internal/exposition"
 	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 )
 
 // Reading is one GPU now. NaN marks what the source does not report.
@@ -115,22 +114,26 @@ func (d DCGM) Read(ctx context.Context) ([]Reading, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("scrape %s: HTTP %d", d.URL, resp.StatusCode)
 	}
-	return ParseDCGM(io.LimitReader(resp.Body, 32<<20))
+	return ParseDCGM(resp.Body)
 }
 
+// dcgmFields are the DCGM exporter's fields headroom reads.
+var dcgmFields = map[string]bool{"DCGM_FI_DEV_POWER_USAGE": true, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": true, "DCGM_FI_DEV_POWER_MGMT_LIMIT": true}
+
 // ParseDCGM reads DCGM_FI_DEV_POWER_USAGE (W), DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION
-// (mJ) and DCGM_FI_DEV_POWER_MGMT_LIMIT (W), keyed by the gpu and UUID labels.
+// (mJ) and DCGM_FI_DEV_POWER_MGMT_LIMIT (W), keyed by the gpu and UUID labels,
+// from a page of at most 32 MiB.
 func ParseDCGM(r io.Reader) ([]Reading, error) {
-	p := expfmt.NewTextParser(model.LegacyValidation)
-	mfs, err := p.TextToMetricFamilies(r)
+	mfs, err := exposition.Families(r, 32<<20, func(name string) bool { return dcgmFields[name] })
 	if err != nil {
-		return nil, fmt.Errorf("parse dcgm metrics: %w", err)
+		return nil, fmt.Errorf("dcgm: %w", err)
 	}
 	if _, ok := mfs["DCGM_FI_DEV_POWER_USAGE"]; !ok {
 		return nil, errors.New("no DCGM_FI_DEV_POWER_USAGE on the page")
 	}
 	byGPU := map[string]*Reading{}
 	var order []string
+	var bad error
 	fill := func(name string, set func(*Reading, float64)) {
 		mf, ok := mfs[name]
 		if !ok {
@@ -146,12 +149,20 @@ func ParseDCGM(r io.Reader) ([]Reading, error) {
 				byGPU[key] = rd
 				order = append(order, key)
 			}
-			set(rd, m.GetGauge().GetValue()+m.GetCounter().GetValue()+m.GetUntyped().GetValue())
+			v := m.GetGauge().GetValue() + m.GetCounter().GetValue() + m.GetUntyped().GetValue()
+			if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+				bad = fmt.Errorf("dcgm: %s{%s} has value %g; want a finite, non-negative number", name, exposition.Labels(m), v)
+				return
+			}
+			set(rd, v)
 		}
 	}
 	fill("DCGM_FI_DEV_POWER_USAGE", func(r *Reading, v float64) { r.Watts = v })
 	fill("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", func(r *Reading, v float64) { r.Joules = v / 1000 })
 	fill("DCGM_FI_DEV_POWER_MGMT_LIMIT", func(r *Reading, v float64) { r.LimitW = v })
+	if bad != nil {
+		return nil, bad
+	}
 	out := make([]Reading, 0, len(order))
 	for _, k := range order {
 		out = append(out, *byGPU[k])

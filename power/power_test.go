@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -99,4 +100,40 @@ func TestPerToken(t *testing.T) {
 	if v := p.Observe("a", t0.Add(3*time.Minute), math.NaN(), 20); !math.IsNaN(v) {
 		t.Errorf("unknown energy: %v", v)
 	}
+}
+
+func TestParseDCGMRejectsBadPages(t *testing.T) {
+	tests := []struct{ name, page, err string }{
+		{"JSON body", "{}", "truncated"},
+		{"nameless line", "{} 1\n", "no metric name"},
+		{"+Inf power", "DCGM_FI_DEV_POWER_USAGE{gpu=\"0\",UUID=\"GPU-a\"} +Inf\n", "has value +Inf"},
+		{"negative energy", "DCGM_FI_DEV_POWER_USAGE{gpu=\"0\",UUID=\"GPU-a\"} 300\nDCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION{gpu=\"0\",UUID=\"GPU-a\"} -1\n", "has value -1"},
+		{"duplicate GPU", "DCGM_FI_DEV_POWER_USAGE{gpu=\"0\",UUID=\"GPU-a\"} 300\nDCGM_FI_DEV_POWER_USAGE{gpu=\"0\",UUID=\"GPU-a\"} 200\n", "duplicate series"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseDCGM(strings.NewReader(tc.page))
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Fatalf("error %v, want one containing %q", err, tc.err)
+			}
+		})
+	}
+}
+
+// FuzzParseDCGM: a garbled DCGM page gives readings or an error, never a panic.
+func FuzzParseDCGM(f *testing.F) {
+	b, err := os.ReadFile("testdata/dcgm.prom")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b)
+	f.Add([]byte("{}"))
+	f.Fuzz(func(t *testing.T, page []byte) {
+		rs, err := ParseDCGM(strings.NewReader(string(page)))
+		for _, r := range rs {
+			if err == nil && (r.Watts < 0 || math.IsInf(r.Watts, 0)) {
+				t.Fatalf("accepted %+v", r)
+			}
+		}
+	})
 }

@@ -339,13 +339,17 @@ func (d *daemon) estimates() []capacity.Estimate {
 	return out
 }
 
+// status encodes into a buffer first: a value JSON cannot carry is a 500
+// with its error, not a 200 with half a document.
 func (d *daemon) status(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Content-Type", "application/json")
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(map[string]any{"estimates": d.estimates()}); err != nil {
+	b, err := json.MarshalIndent(map[string]any{"estimates": d.estimates()}, "", "  ")
+	if err != nil {
 		d.logger.Error("encode status", "err", err)
+		http.Error(w, "encode status: "+err.Error(), http.StatusInternalServerError)
+		return
 	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(append(b, '\n'))
 }
 
 func (d *daemon) powerSource() power.Source {

@@ -1,0 +1,103 @@
+package exposition
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"testing/iotest"
+)
+
+var keepVLLM = func(name string) bool { return strings.HasPrefix(name, "vllm:") }
+
+func TestFamiliesRejectsHostilePages(t *testing.T) {
+	tests := []struct {
+		name, page, err string
+	}{
+		// prometheus/common before v0.69.0 dereferenced nil on these: the process died.
+		{"json object", "{}", "truncated"},
+		{"json object with newline", "{}\n", "no metric name"},
+		{"braces then value", "{} 1\n", "no metric name"},
+		{"nameless sample in braces", "vllm:a 1\n{x=\"1\"} 1\n", "line 2 has no metric name"},
+		{"truncated last line", "vllm:num_requests_running 1\nvllm:num_req", "truncated in line 2"},
+		{"duplicate series", "vllm:num_requests_running{a=\"1\"} 1\nvllm:num_requests_running{a=\"1\"} 2\n", "duplicate series"},
+		{"over the limit", strings.Repeat("other_metric 1\n", 100), "larger than"},
+		{"line too long", "vllm:x{a=\"" + strings.Repeat("x", maxLine) + "\"} 1\n", "longer than"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Families(strings.NewReader(tc.page), 1000+2*maxLine*boolInt(tc.name == "line too long"), keepVLLM)
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Fatalf("error %v, want one containing %q", err, tc.err)
+			}
+		})
+	}
+}
+
+func boolInt(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func TestFamiliesKeepsOnlyWhatIsRead(t *testing.T) {
+	page := `# HELP vllm:num_requests_running Running.
+# TYPE vllm:num_requests_running gauge
+vllm:num_requests_running{model_name="m"} 3
+# A free comment is dropped.
+# TYPE other_histogram histogram
+other_histogram_bucket{le="+Inf"} 1
+other_histogram_sum 1
+other_histogram_count 1
+# TYPE vllm:request_queue_time_seconds histogram
+vllm:request_queue_time_seconds_bucket{le="1"} 2
+vllm:request_queue_time_seconds_bucket{le="+Inf"} 3
+vllm:request_queue_time_seconds_sum 4.5
+vllm:request_queue_time_seconds_count 3
+broken line that is not read {{{
+`
+	// One byte at a time: the reader must not depend on how the body arrives.
+	mfs, err := Families(iotest.OneByteReader(strings.NewReader(page)), 1<<20, keepVLLM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(mfs) != 2 || mfs["other_histogram"] != nil {
+		t.Fatalf("kept %d families: %v", len(mfs), mfs)
+	}
+	h := mfs["vllm:request_queue_time_seconds"].GetMetric()[0].GetHistogram()
+	if h.GetSampleCount() != 3 || h.GetSampleSum() != 4.5 {
+		t.Errorf("histogram %v", h)
+	}
+}
+
+// FuzzFamilies: no page, however garbled, panics or hangs the reader.
+func FuzzFamilies(f *testing.F) {
+	for _, s := range []string{"{}", "{} 1\n", "vllm:a 1\n", "# TYPE vllm:h histogram\nvllm:h_bucket{le=\"+Inf\"} 1\nvllm:h_count 1\nvllm:h_sum 1\n",
+		"vllm:a{x=\"1\"} NaN\n", "vllm:a{", "#\n# HELP\n# TYPE vllm:a\n"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, page []byte) {
+		_, _ = Families(bytes.NewReader(page), 1<<20, keepVLLM)
+	})
+}
+
+// BenchmarkFamiliesLargePage reads a 10 MB page of which headroom keeps two
+// series: memory follows what is kept (go test -bench . -benchmem ./internal/exposition).
+func BenchmarkFamiliesLargePage(b *testing.B) {
+	var page bytes.Buffer
+	page.WriteString("vllm:num_requests_running 1\nvllm:num_requests_waiting 2\n")
+	for i := 0; page.Len() < 10<<20; i++ {
+		page.WriteString("unrelated_metric_total{shard=\"")
+		page.WriteString(strings.Repeat("x", 40))
+		page.WriteString("\",i=\"")
+		page.WriteString(string(rune('a' + i%26)))
+		page.WriteString("\"} 1\n")
+	}
+	b.SetBytes(int64(page.Len()))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Families(bytes.NewReader(page.Bytes()), 32<<20, keepVLLM); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

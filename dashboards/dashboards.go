@@ -136,7 +136,7 @@ func Latency() *dashboard.DashboardBuilder {
 			q(mean("headroom_probe_queue_wait_seconds"), "{{target}} {{scenario}}"))).
 		WithPanel(series("Longest stall", "Longest gap between two chunks of a probe.", "s",
 			q(quantile("0.9", "headroom_probe_stall_seconds"), "p90 {{target}} {{scenario}}"))).
-		WithPanel(series("Probe results", "Probes per result: success, connect_error, http_error, timeout, stream_error, short_output.", "short",
+		WithPanel(series("Probe results", "Probes per result: success, connect_error, http_error, timeout, stream_error, short_output, prompt_mismatch, usage_mismatch.", "short",
 			q(`sum by (target, scenario, result) (increase(headroom_probes_total{`+selTS+`}[$__rate_interval]))`, "{{target}} {{scenario}} {{result}}"))).
 		WithPanel(series("Probe cost", "Share of each target's time with a probe in flight (the probe budget caps it).", "percentunit",
 			q(`rate(headroom_probe_busy_seconds_total{`+selT+`}[$__rate_interval])`, "{{target}}"))).

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/headroom-dev/headroom/internal/secret"
 )
 
 // Scenario is what one probe asks for.
@@ -29,8 +31,11 @@ type Prober struct {
 
 	mu      sync.Mutex
 	model   string
-	counter Counter
+	counter *httpCounter
 	sizers  map[string]*Sizer
+	// template is the chat template's tokens where counter does not see it.
+	template   int
+	templateOK bool
 }
 
 // NewProber returns a prober; model "" means the first model the server lists.
@@ -72,6 +77,10 @@ func (p *Prober) Resolve(ctx context.Context) error {
 	return nil
 }
 
+// sizer returns the scenario's sizer, fitting a new one with the server's
+// tokenizer where there is one (plus the chat template it does not count),
+// else with two short usage counts. A fit cut short by ctx is not kept: the
+// next probe fits again rather than sending prompts of a default guess.
 func (p *Prober) sizer(ctx context.Context, sc Scenario) *Sizer {
 	p.mu.Lock()
 	s, ok := p.sizers[sc.Name]
@@ -81,16 +90,55 @@ func (p *Prober) sizer(ctx context.Context, sc Scenario) *Sizer {
 		return s
 	}
 	s = NewSizer(sc.InputTokens)
-	// A failed calibration keeps the default model; usage feedback corrects it.
+	usage := usageCounter{ep: p.ep, api: p.api, model: p.Model()}
+	// A failed fit keeps the default model; usage feedback corrects it, and
+	// probes off by more than Tolerance are PromptMismatch, not samples.
 	if c != nil {
-		_ = s.Calibrate(ctx, c, Nonce())
+		if err := s.Calibrate(ctx, c, Nonce()); err == nil && !c.templated && p.api == "chat" {
+			if off, err := p.templateOffset(ctx, c, usage); err == nil {
+				s.AddOverhead(off)
+			}
+		}
 	} else {
-		_ = s.CalibrateShort(ctx, usageCounter{ep: p.ep, api: p.api, model: p.Model()}, Nonce())
+		_ = s.CalibrateShort(ctx, usage, Nonce())
+	}
+	if ctx.Err() != nil {
+		return s
 	}
 	p.mu.Lock()
 	p.sizers[sc.Name] = s
 	p.mu.Unlock()
 	return s
+}
+
+// templateOffset is what the chat template adds to a prompt, for a
+// tokenizer that counts the text alone (llama.cpp's /tokenize with content):
+// the server's usage count of a short prompt less the tokenizer's. Measured
+// once per prober; it costs one short prefill.
+func (p *Prober) templateOffset(ctx context.Context, c *httpCounter, usage usageCounter) (int, error) {
+	p.mu.Lock()
+	off, ok := p.template, p.templateOK
+	p.mu.Unlock()
+	if ok {
+		return off, nil
+	}
+	text := PromptText(Nonce(), shortWords[0])
+	raw, err := c.Count(ctx, text)
+	if err != nil {
+		return 0, err
+	}
+	withTemplate, err := usage.Count(ctx, text)
+	if err != nil {
+		return 0, err
+	}
+	off = withTemplate - raw
+	if off < 0 || off > 4096 {
+		return 0, fmt.Errorf("chat template of %d tokens is not plausible", off)
+	}
+	p.mu.Lock()
+	p.template, p.templateOK = off, true
+	p.mu.Unlock()
+	return off, nil
 }
 
 // Prepared is a probe ready to send: its model resolved, its prompt sized,
@@ -102,7 +150,7 @@ type Prepared struct {
 	body    []byte
 	words   int
 	sizer   *Sizer
-	counter Counter
+	counter *httpCounter
 	err     Result // a failed preparation, returned by Send
 }
 
@@ -110,7 +158,7 @@ type Prepared struct {
 func (p *Prober) Prepare(ctx context.Context, sc Scenario) *Prepared {
 	if p.Model() == "" {
 		if err := p.Resolve(ctx); err != nil {
-			return &Prepared{err: fail(Result{}, classifyCtx(ctx, ConnectError), err)}
+			return &Prepared{err: fail(Result{}, classifyCtx(ctx, ConnectError), secret.Error(err, p.ep.APIKey))}
 		}
 	}
 	s := p.sizer(ctx, sc)
@@ -137,8 +185,17 @@ func (p *Prober) Prepare(ctx context.Context, sc Scenario) *Prepared {
 	return &Prepared{sc: sc, api: p.api, body: body, words: words, sizer: s, counter: counter}
 }
 
-// Send streams a prepared probe and measures it.
+// Send streams a prepared probe and measures it. A probe whose prompt the
+// server counted more than Tolerance off the scenario's length is a
+// PromptMismatch: it still corrects the sizing, but its latencies answer to
+// another context. Errors come back with the API key redacted.
 func (p *Prober) Send(ctx context.Context, pr *Prepared) Result {
+	res := p.send(ctx, pr)
+	res.Err = secret.Error(res.Err, p.ep.APIKey)
+	return res
+}
+
+func (p *Prober) send(ctx context.Context, pr *Prepared) Result {
 	if pr.body == nil {
 		return pr.err
 	}
@@ -148,21 +205,28 @@ func (p *Prober) Send(ctx context.Context, pr *Prepared) Result {
 	if res.Outcome != Success && res.Outcome != ShortOutput {
 		return res
 	}
-	if !res.TokensFromUsage && pr.counter != nil {
+	if !res.TokensFromUsage && pr.counter != nil && !pr.counter.templated {
 		// Without a usage chunk, the server's tokenizer counts what was streamed.
-		if n, err := pr.counter.Count(ctx, res.Text); err == nil && n > 0 {
+		if n, err := pr.counter.Count(pctx, res.Text); err == nil && n > 0 {
 			res.CompletionTokens = n
+			if err := consistent(res, pr.sc.OutputTokens); err != nil {
+				res.Text = ""
+				return fail(res, UsageMismatch, err)
+			}
 			if n < pr.sc.OutputTokens {
 				res.Outcome, res.Err = ShortOutput, fmt.Errorf("got %d of %d output tokens", n, pr.sc.OutputTokens)
 			}
 		}
 	}
+	res.Text = ""
 	if res.PromptTokens > 0 {
 		p.mu.Lock()
 		pr.sizer.Observe(pr.words, res.PromptTokens)
 		p.mu.Unlock()
+		if !within(res.PromptTokens, pr.sc.InputTokens, Tolerance) {
+			return fail(res, PromptMismatch, fmt.Errorf("the server counted %d prompt tokens, want %d within %.0f%%", res.PromptTokens, pr.sc.InputTokens, Tolerance*100))
+		}
 	}
-	res.Text = ""
 	return res
 }
 

@@ -22,6 +22,18 @@ type Sizer struct {
 	lastWords, lastTokens int
 }
 
+// Bounds of the fit. The filler is common English words: no tokenizer
+// counts them at under 0.2 or over 8 tokens a word, and nothing but a chat
+// template and a nonce precedes them (a fit may put the overhead a little
+// below zero, never a quarter of the target). A server whose usage counts
+// fall outside these is misreporting, and the fit must not follow it to a
+// prompt of hundreds of thousands of tokens: at the bounds, a prompt has at
+// most (1.25 target)/0.2 words.
+const (
+	minRatio, maxRatio = 0.2, 8.0
+	maxOverhead        = 4096
+)
+
 // NewSizer starts from a typical BPE ratio; Calibrate or Observe refine it.
 func NewSizer(target int) *Sizer {
 	s := &Sizer{target: target, ratio: 1.2, overhead: 24}
@@ -33,7 +45,20 @@ func NewSizer(target int) *Sizer {
 func (s *Sizer) Words() int { return s.words }
 
 func (s *Sizer) solve() {
-	s.words = max(1, int(math.Round((float64(s.target)-s.overhead)/s.ratio)))
+	limit := int(1.25 * float64(s.target) / minRatio)
+	s.words = min(limit, max(1, int(math.Round((float64(s.target)-s.overhead)/s.ratio))))
+}
+
+// bound holds a fit from usage feedback within what a tokenizer can do.
+func (s *Sizer) bound() {
+	s.ratio = min(maxRatio, max(minRatio, s.ratio))
+	s.overhead = min(maxOverhead, max(-float64(s.target)/4, s.overhead))
+}
+
+// AddOverhead adds tokens the counter did not see (a chat template).
+func (s *Sizer) AddOverhead(tokens int) {
+	s.overhead += float64(tokens)
+	s.solve()
 }
 
 // Calibrate fits the model with a counter: two counts give ratio and overhead,
@@ -52,7 +77,7 @@ func (s *Sizer) Calibrate(ctx context.Context, c Counter, nonce string) error {
 			return fmt.Errorf("calibrate: %w", err)
 		}
 		if w1 != w0 {
-			s.ratio = max(0.05, float64(n1-n0)/float64(w1-w0))
+			s.ratio = float64(n1-n0) / float64(w1-w0)
 			s.overhead = float64(n1) - s.ratio*float64(w1)
 		}
 		s.solve()
@@ -78,8 +103,9 @@ func (s *Sizer) CalibrateShort(ctx context.Context, c Counter, nonce string) err
 		}
 		n[i] = v
 	}
-	s.ratio = max(0.05, float64(n[1]-n[0])/float64(shortWords[1]-shortWords[0]))
+	s.ratio = float64(n[1]-n[0]) / float64(shortWords[1]-shortWords[0])
 	s.overhead = float64(n[1]) - s.ratio*float64(shortWords[1])
+	s.bound()
 	s.solve()
 	return nil
 }
@@ -97,9 +123,10 @@ func (s *Sizer) Observe(words, promptTokens int) bool {
 		return false
 	}
 	if prevW > 0 && prevW != words && prevN != promptTokens {
-		s.ratio = max(0.05, float64(promptTokens-prevN)/float64(words-prevW))
+		s.ratio = float64(promptTokens-prevN) / float64(words-prevW)
 	}
 	s.overhead = float64(promptTokens) - s.ratio*float64(words)
+	s.bound()
 	s.solve()
 	return true
 }

@@ -1,12 +1,19 @@
 package probe
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/headroom-dev/headroom/internal/scripted"
 	"github.com/headroom-dev/headroom/sim"
 )
 
@@ -76,6 +83,92 @@ func TestParseTokenCount(t *testing.T) {
 		got, err := parseTokenCount([]byte(tc.body))
 		if (err != nil) != tc.err || got != tc.want {
 			t.Errorf("parseTokenCount(%s) = %d, %v; want %d, error %v", tc.body, got, err, tc.want, tc.err)
+		}
+	}
+}
+
+// Against a llama.cpp-shaped server (its /tokenize counts content without
+// the chat template and answers a chat body with no tokens; long prompts
+// are refused), with engine auto, the first probe is already within 1%.
+func TestPromptSizingLlamaCpp(t *testing.T) {
+	for _, api := range []string{"chat", "completions"} {
+		for _, target := range []int{1024, 8192, 32768} {
+			t.Run(fmt.Sprintf("%s/%d", api, target), func(t *testing.T) {
+				s := sim.NewServer(sim.Tiny, 1000, "vllm")
+				go s.Run(t.Context())
+				srv := httptest.NewServer(scripted.LlamaCpp(s.Handler(), 40000))
+				defer srv.Close()
+				p := NewProber(Endpoint{BaseURL: srv.URL, Client: NewClient(false)}, api, "", "auto")
+				r := p.Probe(t.Context(), Scenario{Name: "s", InputTokens: target, OutputTokens: 4, Cold: true, Timeout: 10 * time.Second})
+				if r.Outcome != Success || !within(r.PromptTokens, target, Tolerance) {
+					t.Fatalf("first probe: %s, %d prompt tokens (%v); want success at %d ± 1%%", r.Outcome, r.PromptTokens, r.Err, target)
+				}
+			})
+		}
+	}
+}
+
+// A server whose usage.prompt_tokens stays far below the truth cannot grow
+// the prompt without bound, and none of its probes is a success.
+func TestPromptSizingUnderReported(t *testing.T) {
+	var mu sync.Mutex
+	longest := 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/chat/completions" {
+			http.NotFound(w, r)
+			return
+		}
+		var q struct {
+			Messages []struct{ Content string } `json:"messages"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&q)
+		mu.Lock()
+		longest = max(longest, len(strings.Fields(q.Messages[0].Content)))
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/event-stream")
+		for range 4 {
+			fmt.Fprintf(w, "data: %s\n\n", chat("x"))
+		}
+		fmt.Fprintf(w, "data: %s\n\ndata: %s\n\ndata: [DONE]\n\n", stopChunk, usage(100, 4))
+	}))
+	defer srv.Close()
+	p := NewProber(Endpoint{BaseURL: srv.URL, Client: NewClient(false)}, "chat", "m", "auto")
+	const target = 256
+	for i := range 20 {
+		r := p.Probe(t.Context(), Scenario{Name: "s", InputTokens: target, OutputTokens: 4, Timeout: 5 * time.Second})
+		if r.Outcome != PromptMismatch {
+			t.Fatalf("probe %d: %s (%v), want prompt_mismatch", i, r.Outcome, r.Err)
+		}
+	}
+	if limit := int(1.25*target/minRatio) + 8; longest > limit {
+		t.Errorf("prompt grew to %d words, over the bound of %d", longest, limit)
+	}
+}
+
+// A server that refuses non-streaming requests still gets sized: the short
+// calibration counts stream as probes do, and no probe outside 1% is a success.
+func TestPromptSizingStreamingOnly(t *testing.T) {
+	s := sim.NewServer(sim.Tiny, 1000, "vllm")
+	go s.Run(t.Context())
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if r.URL.Path == "/tokenize" || bytes.Contains(body, []byte(`"stream":false`)) {
+			http.Error(w, `{"error":"only streaming"}`, http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		s.Handler().ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	p := NewProber(Endpoint{BaseURL: srv.URL, Client: NewClient(false)}, "chat", "", "auto")
+	sc := Scenario{Name: "s", InputTokens: 8192, OutputTokens: 4, Cold: true, Timeout: 10 * time.Second}
+	for i := range 3 {
+		r := p.Probe(t.Context(), sc)
+		if r.Outcome == Success && !within(r.PromptTokens, sc.InputTokens, Tolerance) {
+			t.Fatalf("probe %d: success at %d prompt tokens, want %d ± 1%%", i, r.PromptTokens, sc.InputTokens)
+		}
+		if i > 0 && r.Outcome != Success {
+			t.Fatalf("probe %d: %s (%v)", i, r.Outcome, r.Err)
 		}
 	}
 }

@@ -18,6 +18,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/headroom-dev/headroom/internal/secret"
 )
 
 // Outcome classifies a probe; its values are the `result` label.
@@ -31,11 +33,26 @@ const (
 	Timeout      Outcome = "timeout"
 	StreamError  Outcome = "stream_error"
 	ShortOutput  Outcome = "short_output"
-	Canceled     Outcome = "canceled"
+	// PromptMismatch: the server counted a prompt more than Tolerance off
+	// the scenario's length; its latencies answer to another context.
+	PromptMismatch Outcome = "prompt_mismatch"
+	// UsageMismatch: the stream contradicts its own token count (more
+	// chunks than tokens, more tokens than max_tokens, or far more tokens
+	// than chunks), so no decode speed or ITL can be derived from it.
+	UsageMismatch Outcome = "usage_mismatch"
+	Canceled      Outcome = "canceled"
 )
 
 // Outcomes lists the exported result labels, so counters can start at zero.
-var Outcomes = []Outcome{Success, ConnectError, HTTPError, Timeout, StreamError, ShortOutput}
+var Outcomes = []Outcome{Success, ConnectError, HTTPError, Timeout, StreamError, ShortOutput, PromptMismatch, UsageMismatch}
+
+// maxTokensPerChunk is the most tokens one streamed chunk is believed to
+// carry: engines merge a few under load (stream intervals), never dozens.
+const maxTokensPerChunk = 16
+
+// maxErrorBody is how much of an error answer is kept for the log: enough
+// for "context length exceeded", redacted like every error.
+const maxErrorBody = 256
 
 // maxLine bounds one SSE line; a chunk carrying a whole 256K-token echo stays under it.
 const maxLine = 16 << 20
@@ -164,8 +181,9 @@ func Run(ctx context.Context, ep Endpoint, q Request) Result {
 }
 
 // send streams an encoded request body to the API's path and measures it.
-func send(ctx context.Context, ep Endpoint, api string, body []byte, maxTokens int) Result {
-	res := Result{}
+// Its error never carries the API key, even where the server echoed it.
+func send(ctx context.Context, ep Endpoint, api string, body []byte, maxTokens int) (res Result) {
+	defer func() { res.Err = secret.Error(res.Err, ep.APIKey) }()
 	url := strings.TrimRight(ep.BaseURL, "/") + Path(api)
 	var setupStart time.Time
 	// WroteRequest fires on the transport's writer goroutine, which may still
@@ -203,7 +221,7 @@ func send(ctx context.Context, ep Endpoint, api string, body []byte, maxTokens i
 	wroteMu.Unlock()
 	res.Status = resp.StatusCode
 	if resp.StatusCode != http.StatusOK {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 		return fail(res, HTTPError, fmt.Errorf("post %s: HTTP %d: %s", url, resp.StatusCode, bytes.TrimSpace(msg)))
 	}
 	return readStream(ctx, resp.Body, res, maxTokens)
@@ -215,19 +233,76 @@ func setupOnce(res *Result, i httptrace.GotConnInfo, start time.Time) {
 	}
 }
 
-func readStream(ctx context.Context, body io.Reader, res Result, maxTokens int) Result {
+// events reads a server-sent event stream as the SSE specification does: an
+// event's data is its data: lines joined by newlines, and it ends at a
+// blank line (or the end of the stream). Comments and other fields are
+// skipped.
+type events struct {
+	sc   *bufio.Scanner
+	data []byte
+	eof  bool
+}
+
+func newEvents(body io.Reader) *events {
 	sc := bufio.NewScanner(body)
 	sc.Buffer(make([]byte, 0, 64<<10), maxLine)
+	return &events{sc: sc}
+}
+
+// next returns the next event's data and when it was complete; ok is false
+// at the end of the stream.
+func (e *events) next() (data []byte, at time.Time, ok bool) {
+	e.data = e.data[:0]
+	has := false
+	for !e.eof {
+		if !e.sc.Scan() {
+			e.eof = true
+			break
+		}
+		line := e.sc.Bytes()
+		if len(line) == 0 {
+			if has {
+				return e.data, time.Now(), true
+			}
+			continue
+		}
+		field, value, _ := bytes.Cut(line, []byte(":"))
+		if string(field) != "data" {
+			continue // comments (":..."), event:, id:, retry:
+		}
+		value = bytes.TrimPrefix(value, []byte(" "))
+		if has {
+			e.data = append(e.data, '\n')
+		}
+		e.data, has = append(e.data, value...), true
+		if len(e.data) > maxLine {
+			return nil, time.Time{}, false
+		}
+	}
+	if has && len(e.data) <= maxLine {
+		return e.data, time.Now(), true
+	}
+	return nil, time.Time{}, false
+}
+
+func (e *events) err() error {
+	if len(e.data) > maxLine {
+		return fmt.Errorf("event longer than %d bytes", maxLine)
+	}
+	return e.sc.Err()
+}
+
+func readStream(ctx context.Context, body io.Reader, res Result, maxTokens int) Result {
+	ev := newEvents(body)
 	var first, last time.Time
 	var text strings.Builder
 	done := false
-	for sc.Scan() {
-		now := time.Now()
-		line := sc.Bytes()
-		if !bytes.HasPrefix(line, []byte("data:")) {
-			continue // comments, event names, blank separators
+	for {
+		data, now, ok := ev.next()
+		if !ok {
+			break
 		}
-		data := bytes.TrimSpace(line[5:])
+		data = bytes.TrimSpace(data)
 		if bytes.Equal(data, []byte("[DONE]")) {
 			done = true
 			break
@@ -237,7 +312,7 @@ func readStream(ctx context.Context, body io.Reader, res Result, maxTokens int) 
 			return fail(res, StreamError, fmt.Errorf("decode chunk %d: %w", res.Chunks+1, err))
 		}
 		if len(c.Error) > 0 && string(c.Error) != "null" || c.Object == "error" {
-			return fail(res, StreamError, fmt.Errorf("server error in stream: %s%s", bytes.TrimSpace(c.Error), c.Message))
+			return fail(res, StreamError, fmt.Errorf("server error in stream: %.256s%.256s", bytes.TrimSpace(c.Error), c.Message))
 		}
 		if c.Usage != nil {
 			res.PromptTokens = c.Usage.PromptTokens
@@ -263,7 +338,7 @@ func readStream(ctx context.Context, body io.Reader, res Result, maxTokens int) 
 			}
 		}
 	}
-	if err := sc.Err(); err != nil {
+	if err := ev.err(); err != nil {
 		return fail(res, classifyCtx(ctx, StreamError), fmt.Errorf("read stream: %w", err))
 	}
 	if ctx.Err() != nil {
@@ -282,12 +357,32 @@ func readStream(ctx context.Context, body io.Reader, res Result, maxTokens int) 
 	if !res.TokensFromUsage {
 		res.CompletionTokens = res.Chunks
 	}
+	if err := consistent(res, maxTokens); err != nil {
+		return fail(res, UsageMismatch, err)
+	}
 	res.Outcome = Success
 	if res.TokensFromUsage && res.CompletionTokens < maxTokens {
 		res.Outcome = ShortOutput
 		res.Err = fmt.Errorf("got %d of %d output tokens (finish_reason %q): the server ignores min_tokens/ignore_eos", res.CompletionTokens, maxTokens, res.FinishReason)
 	}
 	return res
+}
+
+// consistent checks a finished stream against its own token count: a decode
+// speed from tokens the stream did not carry, or ITL from chunks that were
+// not tokens, would be a number of no server.
+func consistent(res Result, maxTokens int) error {
+	switch n := res.CompletionTokens; {
+	case res.Chunks > maxTokens:
+		return fmt.Errorf("stream carried %d content chunks for max_tokens %d", res.Chunks, maxTokens)
+	case n > maxTokens:
+		return fmt.Errorf("usage counts %d completion tokens, above max_tokens %d", n, maxTokens)
+	case res.Chunks > n:
+		return fmt.Errorf("stream carried %d content chunks but usage counts %d completion tokens", res.Chunks, n)
+	case n > maxTokensPerChunk*res.Chunks:
+		return fmt.Errorf("usage counts %d completion tokens for %d content chunks (more than %d a chunk)", n, res.Chunks, maxTokensPerChunk)
+	}
+	return nil
 }
 
 func classifyCtx(ctx context.Context, otherwise Outcome) Outcome {

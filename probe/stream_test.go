@@ -1,6 +1,7 @@
 package probe
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math"
@@ -194,6 +195,13 @@ func TestRunFailures(t *testing.T) {
 		{"server ignores min_tokens", script(200, then(tokens(10*time.Millisecond, time.Millisecond, 10, 1), end(20*time.Millisecond, true, 1024, 10)...)...), "", 0, ShortOutput, 200},
 		{"stall past the timeout", script(200, then(tokens(10*time.Millisecond, time.Millisecond, 3, 1), step{at: 5 * time.Second, data: "[DONE]"})...), "", 200 * time.Millisecond, Timeout, 200},
 		{"no content at all", script(200, then([]step{{at: 0, data: roleChunk}}, end(10*time.Millisecond, true, 1024, 0)...)...), "", 0, StreamError, 200},
+		{"401 echoing the key", func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, `{"error":"invalid key in header Authorization: `+r.Header.Get("Authorization")+`"}`, http.StatusUnauthorized)
+		}, "", 0, HTTPError, 401},
+		{"usage above what streamed", script(200, then(tokens(10*time.Millisecond, time.Millisecond, 1, 1), end(20*time.Millisecond, true, 1024, 20)...)...), "", 0, UsageMismatch, 200},
+		{"usage above max_tokens", script(200, then(tokens(10*time.Millisecond, time.Millisecond, 20, 1), end(40*time.Millisecond, true, 1024, 200)...)...), "", 0, UsageMismatch, 200},
+		{"more chunks than tokens", script(200, then(tokens(10*time.Millisecond, time.Millisecond, 15, 1), end(30*time.Millisecond, true, 1024, 10)...)...), "", 0, UsageMismatch, 200},
+		{"more chunks than max_tokens", script(200, then(tokens(10*time.Millisecond, time.Millisecond, 200, 1), end(250*time.Millisecond, false, 0, 0)...)...), "", 0, UsageMismatch, 200},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -220,6 +228,23 @@ func TestRunFailures(t *testing.T) {
 				t.Fatalf("error leaks the API key: %v", r.Err)
 			}
 		})
+	}
+}
+
+// The SSE specification joins an event's data: lines with newlines; a
+// server may split a chunk's JSON across them.
+func TestRunMultiLineEvents(t *testing.T) {
+	var steps []step
+	for i := range 20 {
+		steps = append(steps, step{at: time.Duration(i) * time.Millisecond, raw: true,
+			data: "event: message\ndata: {\"choices\":[{\"index\":0,\ndata:\"delta\":{\"content\":\"t\"}}]}\n: a comment\n\n"})
+	}
+	steps = append(steps, end(25*time.Millisecond, true, 1024, 20)...)
+	srv := httptest.NewServer(script(200, steps...))
+	defer srv.Close()
+	r := Run(t.Context(), Endpoint{BaseURL: srv.URL, Client: NewClient(false)}, Request{API: "chat", Model: "m", Prompt: "hi", MaxTokens: 20})
+	if r.Outcome != Success || r.Chunks != 20 || r.CompletionTokens != 20 {
+		t.Fatalf("outcome %s (%v), %d chunks, %d tokens; want success, 20, 20", r.Outcome, r.Err, r.Chunks, r.CompletionTokens)
 	}
 }
 
@@ -253,4 +278,19 @@ func nearLoose(t *testing.T, what string, got, want time.Duration) {
 	if d := got - want; d < -2*time.Millisecond || d > 50*time.Millisecond+want/10 {
 		t.Errorf("%s = %s, planned %s", what, got, want)
 	}
+}
+
+// FuzzReadStream: whatever a server streams, the reader returns a result,
+// and a success never has more chunks or tokens than the request allows.
+func FuzzReadStream(f *testing.F) {
+	f.Add([]byte("data: " + chat("a") + "\n\ndata: " + chat("b") + "\n\ndata: " + usage(10, 2) + "\n\ndata: [DONE]\n\n"))
+	f.Add([]byte("data: {\"choices\":[{\"index\":0,\ndata: \"text\":\"a\"}]}\n\ndata: [DONE]\n\n"))
+	f.Add([]byte(": comment\nevent: x\ndata\n\ndata: {\"error\":{\"message\":\"boom\"}}\n\n"))
+	f.Add([]byte("data: " + stopChunk))
+	f.Fuzz(func(t *testing.T, stream []byte) {
+		r := readStream(t.Context(), bytes.NewReader(stream), Result{Start: time.Now()}, 16)
+		if r.Outcome == Success && (r.Chunks > 16 || r.CompletionTokens > 16 || r.CompletionTokens < r.Chunks) {
+			t.Fatalf("success with %d chunks, %d tokens for max_tokens 16", r.Chunks, r.CompletionTokens)
+		}
+	})
 }

@@ -21,6 +21,8 @@ type tokenizeShape struct {
 	name string
 	path string
 	body func(api, model, text string) any
+	// templated: a chat request's count includes the chat template.
+	templated func(api string) bool
 }
 
 // Shapes of the tokenize endpoints, tried in this order by DetectCounter.
@@ -30,17 +32,21 @@ var shapes = []tokenizeShape{
 			return map[string]any{"model": model, "messages": []map[string]string{{"role": "user", "content": text}}}
 		}
 		return map[string]any{"model": model, "prompt": text}
-	}},
-	{"sglang", "/v1/tokenize", func(_, model, text string) any { return map[string]any{"model": model, "prompt": text} }},
-	{"llamacpp", "/tokenize", func(_, _, text string) any { return map[string]any{"content": text} }},
-	{"tgi", "/tokenize", func(_, _, text string) any { return map[string]any{"inputs": text} }},
+	}, func(api string) bool { return api == "chat" }},
+	{"sglang", "/v1/tokenize", func(_, model, text string) any { return map[string]any{"model": model, "prompt": text} }, notTemplated},
+	{"llamacpp", "/tokenize", func(_, _, text string) any { return map[string]any{"content": text} }, notTemplated},
+	{"tgi", "/tokenize", func(_, _, text string) any { return map[string]any{"inputs": text} }, notTemplated},
 }
+
+func notTemplated(string) bool { return false }
 
 type httpCounter struct {
 	ep    Endpoint
 	api   string
 	model string
 	shape tokenizeShape
+	// templated: counts include the chat template (or none applies).
+	templated bool
 }
 
 // postJSON posts a JSON body to the endpoint, with its API key if any. The
@@ -110,16 +116,27 @@ func parseTokenCount(raw []byte) (int, error) {
 }
 
 // DetectCounter finds the server's tokenize endpoint. engine narrows the search
-// when known ("auto" tries every shape). It returns an error when there is none;
-// prompt sizing then relies on usage.prompt_tokens feedback alone.
-func DetectCounter(ctx context.Context, ep Endpoint, api, model, engine string) (Counter, error) {
+// when known ("auto" tries every shape). An endpoint is taken only when its
+// counts are plausible: more than zero, and more for a longer text (llama.cpp
+// answers a chat-shaped body with an empty list, which once sized prompts at
+// 262K tokens). It returns an error when there is none; prompt sizing then
+// relies on usage.prompt_tokens feedback alone.
+func DetectCounter(ctx context.Context, ep Endpoint, api, model, engine string) (*httpCounter, error) {
 	var errs []error
+	short, long := PromptText("", 8), PromptText("", 64)
 	for _, s := range shapes {
 		if engine != "auto" && engine != s.name && !(engine == "nim" && s.name == "vllm") {
 			continue
 		}
-		c := &httpCounter{ep: ep, api: api, model: model, shape: s}
-		if _, err := c.Count(ctx, "probe"); err != nil {
+		c := &httpCounter{ep: ep, api: api, model: model, shape: s, templated: api != "chat" || s.templated(api)}
+		a, err := c.Count(ctx, short)
+		if err == nil {
+			var b int
+			if b, err = c.Count(ctx, long); err == nil && (a <= 0 || b <= a) {
+				err = fmt.Errorf("tokenize %s%s: counts %d and %d tokens for 8 and 64 words", ep.BaseURL, s.path, a, b)
+			}
+		}
+		if err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -136,30 +153,20 @@ type usageCounter struct {
 	api, model string
 }
 
+// Count streams the request, as probes do: a server may refuse
+// non-streaming requests, and the usage chunk carries the same count.
 func (c usageCounter) Count(ctx context.Context, text string) (int, error) {
 	q := Request{API: c.api, Model: c.model, Prompt: text, MaxTokens: 1}
-	b, err := q.Body(false)
+	b, err := q.Body(true)
 	if err != nil {
 		return 0, err
 	}
-	resp, url, err := postJSON(ctx, c.ep, Path(c.api), b)
-	if err != nil {
-		return 0, fmt.Errorf("count tokens %s: %w", url, err)
+	res := send(ctx, c.ep, c.api, b, 1)
+	if res.Outcome != Success && res.Outcome != ShortOutput {
+		return 0, fmt.Errorf("count tokens: %s: %w", res.Outcome, res.Err)
 	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return 0, fmt.Errorf("count tokens %s: HTTP %d", url, resp.StatusCode)
+	if res.PromptTokens <= 0 {
+		return 0, fmt.Errorf("count tokens %s: no usage.prompt_tokens in the stream", strings.TrimRight(c.ep.BaseURL, "/")+Path(c.api))
 	}
-	var out struct {
-		Usage struct {
-			PromptTokens int `json:"prompt_tokens"`
-		} `json:"usage"`
-	}
-	if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&out); err != nil {
-		return 0, fmt.Errorf("count tokens %s: %w", url, err)
-	}
-	if out.Usage.PromptTokens == 0 {
-		return 0, fmt.Errorf("count tokens %s: no usage.prompt_tokens in the answer", url)
-	}
-	return out.Usage.PromptTokens, nil
+	return res.PromptTokens, nil
 }

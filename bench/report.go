@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -138,7 +139,7 @@ func (r *Report) Cell(k Key) (*Cell, bool) {
 
 // Load reads a report.json written by this version of headroom.
 func Load(path string) (*Report, error) {
-	b, err := os.ReadFile(path)
+	b, err := readRegular(path, maxReport)
 	if err != nil {
 		return nil, fmt.Errorf("read bench report: %w", err)
 	}
@@ -150,6 +151,31 @@ func Load(path string) (*Report, error) {
 		return nil, fmt.Errorf("bench report %s: schema %d, this headroom reads schema %d", path, r.Schema, Schema)
 	}
 	return &r, nil
+}
+
+// maxReport bounds a report file: the largest sweeps write a few MB.
+const maxReport = 256 << 20
+
+// readRegular reads a regular file of at most limit bytes. A FIFO or a device
+// (/dev/zero) named by mistake is refused instead of hanging or filling memory.
+func readRegular(path string, limit int64) ([]byte, error) {
+	// Stat before open: opening a FIFO blocks until a writer comes.
+	st, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (%s)", path, st.Mode().Type())
+	}
+	if st.Size() > limit {
+		return nil, fmt.Errorf("%s is %d bytes, over the limit of %d", path, st.Size(), limit)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, limit))
 }
 
 // Save writes the report atomically: a sweep killed mid-write keeps the last

@@ -27,8 +27,10 @@ type Config struct {
 	ProbeBudget float64    `yaml:"probe_budget"`
 	// MaxInFlight caps probes in flight across all targets.
 	MaxInFlight int `yaml:"max_in_flight"`
-	// EngineScrapeInterval is how often each target's own /metrics is read.
+	// EngineScrapeInterval is how often each target's own /metrics is read,
+	// EngineScrapeTimeout how long one read may take (default: the interval).
 	EngineScrapeInterval time.Duration `yaml:"engine_scrape_interval"`
+	EngineScrapeTimeout  time.Duration `yaml:"engine_scrape_timeout"`
 	Calibration          Calibration   `yaml:"calibration"`
 }
 
@@ -84,6 +86,9 @@ type Power struct {
 	DCGMURL string `yaml:"dcgm_url"`
 }
 
+// MinProbeBudget is the smallest probe_budget: 0.1% of a target's time.
+const MinProbeBudget = 0.001
+
 var nameRE = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
 
 // Load reads and validates a configuration file.
@@ -97,7 +102,31 @@ func Load(path string) (*Config, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	c.setDirectory(filepath.Dir(path))
+	if err := c.checkKeys(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
 	return c, nil
+}
+
+// checkKeys reads every target's API key once, so that a missing file or an
+// unset variable fails check-config and a reload instead of silently
+// disabling the target. The keys are read again when targets start.
+func (c *Config) checkKeys() error {
+	var errs []error
+	for i, t := range c.Targets {
+		field := "api_key_file"
+		if t.APIKeyEnv != "" {
+			field = "api_key_env"
+		}
+		key, err := t.APIKey()
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("targets[%d].%s: %w", i, field, err))
+		case key == "" && (t.APIKeyFile != "" || t.APIKeyEnv != ""):
+			errs = append(errs, fmt.Errorf("targets[%d].%s: the key is empty", i, field))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // setDirectory makes the files a config names relative to the config file, as
@@ -122,6 +151,10 @@ func Parse(b []byte) (*Config, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) {
+		var doc yaml.Node
+		if yaml.Unmarshal(b, &doc) == nil {
+			err = withPaths(err, &doc)
+		}
 		return nil, fmt.Errorf("parse: %w", err)
 	}
 	c.applyDefaults()
@@ -149,6 +182,9 @@ func (c *Config) applyDefaults() {
 	}
 	if c.EngineScrapeInterval == 0 {
 		c.EngineScrapeInterval = 5 * time.Second
+	}
+	if c.EngineScrapeTimeout == 0 {
+		c.EngineScrapeTimeout = c.EngineScrapeInterval
 	}
 	if c.Power.Source == "" {
 		c.Power.Source = "auto"
@@ -205,11 +241,19 @@ func (c *Config) Validate() error {
 	bad := func(path, format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%s: %s", path, fmt.Sprintf(format, args...)))
 	}
-	if c.ProbeBudget <= 0 || c.ProbeBudget > 1 {
-		bad("probe_budget", "must be in (0, 1], got %g", c.ProbeBudget)
+	// Written so NaN fails too; below 0.1% a probe's quiet time overflows
+	// (1e-300 turned into a time in the past and removed the budget).
+	if !(c.ProbeBudget >= MinProbeBudget && c.ProbeBudget <= 1) {
+		bad("probe_budget", "must be in [%g, 1], got %g", MinProbeBudget, c.ProbeBudget)
 	}
 	if c.MaxInFlight < 0 {
 		bad("max_in_flight", "must not be negative")
+	}
+	if c.EngineScrapeInterval < 100*time.Millisecond {
+		bad("engine_scrape_interval", "must be at least 100ms, got %s", c.EngineScrapeInterval)
+	}
+	if c.EngineScrapeTimeout <= 0 || c.EngineScrapeTimeout > c.EngineScrapeInterval {
+		bad("engine_scrape_timeout", "must be in (0, engine_scrape_interval (%s)], got %s", c.EngineScrapeInterval, c.EngineScrapeTimeout)
 	}
 	if b := c.Calibration.MaxBurst; b < 2 || b > 64 {
 		bad("calibration.max_burst", "must be in [2, 64], got %d", b)

@@ -8,6 +8,7 @@ import (
 )
 
 func TestLoadGood(t *testing.T) {
+	t.Setenv("VLLM_A_KEY", "sk-a")
 	c, err := Load("testdata/good.yml")
 	if err != nil {
 		t.Fatal(err)
@@ -32,9 +33,20 @@ func TestFilesRelativeToConfig(t *testing.T) {
 	if err := os.WriteFile(path, []byte(yml), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	c, err := Load(path)
+	if _, err := Load(path); err == nil || !strings.Contains(err.Error(), "targets[0].api_key_file") {
+		t.Fatalf("Load with the key files missing: %v", err)
+	}
+	// The key files exist only for this part; /run/secrets is outside the test's reach.
+	if err := os.WriteFile(dir+"/key", []byte("k\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Parse([]byte(yml))
 	if err != nil {
 		t.Fatal(err)
+	}
+	c.setDirectory(dir)
+	if err := c.checkKeys(); err == nil || strings.Contains(err.Error(), "targets[0]") || !strings.Contains(err.Error(), "targets[1].api_key_file") {
+		t.Fatalf("checkKeys: %v, want only targets[1] (its file is missing)", err)
 	}
 	for _, tc := range []struct{ got, want string }{
 		{c.Targets[0].APIKeyFile, dir + "/key"},
@@ -84,7 +96,13 @@ func TestParseErrorsNamePath(t *testing.T) {
 		{"targets:\n  - name: a\n    url: http://h\n    api: grpc\n", "targets[0].api: must be chat or completions"},
 		{"targets:\n  - name: a\n    url: http://h\n    engine: foo\n", "targets[0].engine: unknown engine"},
 		{"targets:\n  - name: a\n    url: http://h\n    colour: blue\n", "field colour not found"},
-		{base + "probe_budget: 2\n", "probe_budget: must be in (0, 1]"},
+		{base + "probe_budget: 2\n", "probe_budget: must be in [0.001, 1], got 2"},
+		{base + "probe_budget: .nan\n", "probe_budget: must be in [0.001, 1], got NaN"},
+		{base + "probe_budget: 1e-300\n", "probe_budget: must be in [0.001, 1], got 1e-300"},
+		{base + "engine_scrape_interval: 5s\nengine_scrape_timeout: 10s\n", "engine_scrape_timeout: must be in (0, engine_scrape_interval (5s)], got 10s"},
+		{"targets:\n  - name: a\n    url: http://h\n    colour: blue\n", "targets[0].colour: field colour not found in type config.Target (line 4)"},
+		{base + "use_cases:\n  - name: u\n    window: [1]\n", "use_cases[0].window: cannot unmarshal !!seq into time.Duration (line 6)"},
+		{base + "probe_budget: lots\n", "probe_budget: cannot unmarshal !!str `lots` into float64 (line 4)"},
 		{base + "calibration: {enabled: true, max_burst: 1}\n", "calibration.max_burst: must be in [2, 64], got 1"},
 		{base + "max_in_flight: 4\ncalibration: {enabled: true, max_burst: 6}\n", "calibration.max_burst: must not exceed max_in_flight (4), got 6"},
 		{base + "max_in_flight: 1\ncalibration: {enabled: true}\n", "calibration.max_burst: must not exceed max_in_flight (1), got 8"},
@@ -93,7 +111,7 @@ func TestParseErrorsNamePath(t *testing.T) {
 		{base + "use_cases:\n  - name: u\n    scenario: nope\n    ttft_max: 1s\n", "use_cases[0].scenario: no scenario named \"nope\""},
 		{base + "use_cases:\n  - name: u\n    scenario: ctx-1k\n    statistic: p42\n    ttft_max: 1s\n", "use_cases[0].statistic"},
 		{base + "use_cases:\n  - name: u\n    scenario: ctx-1k\n", "use_cases[0]: needs at least one of"},
-		{base + "scenarios:\n  - name: s\n    input_tokens: 1024\n    output_tokens: 8\n    interval: fast\n", "cannot unmarshal"},
+		{base + "scenarios:\n  - name: s\n    input_tokens: 1024\n    output_tokens: 8\n    interval: fast\n", "scenarios[0].interval: cannot unmarshal !!str `fast` into time.Duration (line 8)"},
 		{base + "power:\n  source: dcgm\n", "power.dcgm_url: required"},
 		{base + "power:\n  source: ipmi\n", "power.source: unknown source"},
 	}
@@ -121,5 +139,31 @@ func TestAPIKeyNeverInErrors(t *testing.T) {
 	_, err = Target{Name: "a", APIKeyEnv: "HEADROOM_TEST_UNSET"}.APIKey()
 	if err == nil || !strings.Contains(err.Error(), "HEADROOM_TEST_UNSET is not set") {
 		t.Fatalf("unset env: %v", err)
+	}
+}
+
+// A key that cannot be read fails the load, naming the field: the target
+// would otherwise be disabled with nothing but a log line.
+func TestLoadChecksKeys(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(dir+"/empty", []byte("\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HEADROOM_TEST_SET_KEY", "sk-1")
+	tests := []struct{ target, want string }{
+		{"{name: a, url: http://h, api_key_file: missing}", "targets[0].api_key_file: target a: read api_key_file: open " + dir + "/missing: no such file"},
+		{"{name: a, url: http://h, api_key_file: empty}", "targets[0].api_key_file: the key is empty"},
+		{"{name: a, url: http://h, api_key_env: HEADROOM_TEST_UNSET_KEY}", "targets[0].api_key_env: target a: api_key_env HEADROOM_TEST_UNSET_KEY is not set"},
+		{"{name: a, url: http://h, api_key_env: HEADROOM_TEST_SET_KEY}", ""},
+	}
+	for _, tc := range tests {
+		path := dir + "/headroom.yml"
+		if err := os.WriteFile(path, []byte("targets:\n  - "+tc.target+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Load(path)
+		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+			t.Errorf("%s: error %v, want %q", tc.target, err, tc.want)
+		}
 	}
 }

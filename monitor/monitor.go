@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"net/url"
 	"reflect"
 	"sync"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/headroom-dev/headroom/collector"
 	"github.com/headroom-dev/headroom/config"
 	"github.com/headroom-dev/headroom/engine"
+	"github.com/headroom-dev/headroom/internal/secret"
 	"github.com/headroom-dev/headroom/probe"
 )
 
@@ -59,11 +61,22 @@ type Monitor struct {
 	sem     *semaphore.Weighted
 	slots   int // the semaphore's size
 	targets map[string]*target
+	// servers serialises probes of targets that share a server (one engine
+	// metrics URL): chat and completions on one llama.cpp each added their
+	// prefill to the other's TTFT.
+	servers map[string]*semaphore.Weighted
+	// ready is, per target, when its probe budget next allows a probe: a
+	// loop restarted by a reload starts from its predecessor's debt, not
+	// with an immediate probe of every scenario. Its own lock: a loop saves
+	// it as it stops, while Apply holds mu and waits for it.
+	readyMu sync.Mutex
+	ready   map[string]time.Time
 }
 
 // New returns a monitor; call Apply to start probing.
 func New(logger *slog.Logger, probes *collector.Probes, rec Recorder) *Monitor {
-	return &Monitor{logger: logger, probes: probes, rec: rec, client: probe.NewClient(false), targets: map[string]*target{}}
+	return &Monitor{logger: logger, probes: probes, rec: rec, client: probe.NewClient(false), targets: map[string]*target{},
+		servers: map[string]*semaphore.Weighted{}, ready: map[string]time.Time{}}
 }
 
 // Apply starts, restarts and stops target loops so that they match cfg. Loops of
@@ -72,7 +85,7 @@ func (m *Monitor) Apply(ctx context.Context, cfg *config.Config) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	sameScenarios := m.cfg != nil && reflect.DeepEqual(m.cfg.Scenarios, cfg.Scenarios) &&
-		m.cfg.ProbeBudget == cfg.ProbeBudget && m.cfg.EngineScrapeInterval == cfg.EngineScrapeInterval && m.cfg.Calibration == cfg.Calibration
+		m.cfg.ProbeBudget == cfg.ProbeBudget && m.cfg.EngineScrapeInterval == cfg.EngineScrapeInterval && m.cfg.EngineScrapeTimeout == cfg.EngineScrapeTimeout && m.cfg.Calibration == cfg.Calibration
 	if m.sem == nil || m.slots != cfg.MaxInFlight {
 		m.sem, m.slots = semaphore.NewWeighted(int64(cfg.MaxInFlight)), cfg.MaxInFlight
 		sameScenarios = false
@@ -82,18 +95,24 @@ func (m *Monitor) Apply(ctx context.Context, cfg *config.Config) {
 		want[t.Name] = t
 	}
 	for name, t := range m.targets {
-		if w, ok := want[name]; ok && sameScenarios && reflect.DeepEqual(w, t.cfg) {
+		if w, ok := want[name]; ok && sameScenarios && reflect.DeepEqual(w, t.cfg) && !t.keyChanged() {
 			continue
 		}
 		t.stop()
 		delete(m.targets, name)
 		if _, ok := want[name]; !ok {
 			m.probes.Forget(name)
+			m.readyMu.Lock()
+			delete(m.ready, name)
+			m.readyMu.Unlock()
 		}
 	}
 	for _, tc := range cfg.Targets {
 		if _, ok := m.targets[tc.Name]; ok {
 			continue
+		}
+		if m.servers[tc.MetricsURL] == nil {
+			m.servers[tc.MetricsURL] = semaphore.NewWeighted(1)
 		}
 		t := newTarget(m, tc, cfg)
 		m.targets[tc.Name] = t
@@ -133,13 +152,16 @@ type target struct {
 	scenarios []config.Scenario
 	budget    float64
 	scrapeInt time.Duration
+	scrapeTO  time.Duration
 	calib     config.Calibration
 	apiKey    string
 	keyErr    error
 	prober    *probe.Prober
 	// sem is the global in-flight cap this loop was started under: a reload
 	// that replaces the monitor's releases nothing into the wrong channel.
-	sem    *semaphore.Weighted
+	sem *semaphore.Weighted
+	// server is held while this target probes: one target of a server at a time.
+	server *semaphore.Weighted
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
 
@@ -163,7 +185,8 @@ func (a *loadAcc) add(v float64) {
 
 func newTarget(m *Monitor, tc config.Target, cfg *config.Config) *target {
 	key, err := tc.APIKey()
-	t := &target{m: m, cfg: tc, scenarios: cfg.Scenarios, budget: cfg.ProbeBudget, scrapeInt: cfg.EngineScrapeInterval, sem: m.sem,
+	t := &target{m: m, cfg: tc, scenarios: cfg.Scenarios, budget: cfg.ProbeBudget, scrapeInt: cfg.EngineScrapeInterval,
+		scrapeTO: cfg.EngineScrapeTimeout, sem: m.sem, server: m.servers[tc.MetricsURL],
 		calib: cfg.Calibration, apiKey: key, keyErr: err, inFlight: map[*loadAcc]bool{}, prefills: map[*prefillLog]bool{},
 		load: engine.Load{Running: math.NaN(), Waiting: math.NaN(), KVUsage: math.NaN()}}
 	engineName := tc.Engine
@@ -175,6 +198,25 @@ func newTarget(m *Monitor, tc config.Target, cfg *config.Config) *target {
 		m.probes.Init(tc.Name, s.Name)
 	}
 	return t
+}
+
+// keyChanged reports whether the key the target was started with is no
+// longer what its file or variable holds: a reload then restarts the target
+// with the rotated key.
+func (t *target) keyChanged() bool {
+	key, err := t.cfg.APIKey()
+	return err != nil || key != t.apiKey
+}
+
+// metricsKey is the API key for the engine's metrics page: sent only where
+// that page is on the target's own host, never to another.
+func (t *target) metricsKey() string {
+	a, errA := url.Parse(t.cfg.URL)
+	b, errB := url.Parse(t.cfg.MetricsURL)
+	if errA != nil || errB != nil || a.Scheme != b.Scheme || a.Host != b.Host {
+		return ""
+	}
+	return t.apiKey
 }
 
 func (t *target) start(parent context.Context) {
@@ -206,9 +248,10 @@ func (t *target) status() collector.TargetStatus {
 // scrape reads the engine's metrics once, updates the target's state and logs
 // only when the state changes, so a down endpoint does not flood the log.
 func (t *target) scrape(ctx context.Context) (engine.Load, bool) {
-	ctx, cancel := context.WithTimeout(ctx, max(2*time.Second, t.scrapeInt))
+	ctx, cancel := context.WithTimeout(ctx, t.scrapeTO)
 	defer cancel()
-	l, err := engine.Scrape(ctx, t.m.client, t.cfg.MetricsURL, t.apiKey, t.cfg.Engine)
+	l, err := engine.Scrape(ctx, t.m.client, t.cfg.MetricsURL, t.metricsKey(), t.cfg.Engine)
+	err = secret.Error(err, t.apiKey)
 	if err != nil && errors.Is(ctx.Err(), context.Canceled) {
 		return engine.Load{}, false // cut short by shutdown or reload: no news about the target
 	}
@@ -256,7 +299,18 @@ func (t *target) probeLoop(ctx context.Context) {
 	for i, s := range t.scenarios {
 		names[i], intervals[i] = s.Name, s.Interval
 	}
-	sched := NewSchedule(names, intervals, t.budget, time.Now(), uint64(time.Now().UnixNano()))
+	start := time.Now()
+	t.m.readyMu.Lock()
+	if r := t.m.ready[t.cfg.Name]; r.After(start) {
+		start = r
+	}
+	t.m.readyMu.Unlock()
+	sched := NewSchedule(names, intervals, t.budget, start, uint64(time.Now().UnixNano()))
+	defer func() {
+		t.m.readyMu.Lock()
+		t.m.ready[t.cfg.Name] = sched.Ready()
+		t.m.readyMu.Unlock()
+	}()
 	burst := false // a burst never follows a burst: the schedule's own probes keep their turn
 	for {
 		name, at := sched.Next()
@@ -305,8 +359,32 @@ func (t *target) wantBurst() (string, int) {
 // works for them about that long, not for the sum of their waits. ok is
 // false when ctx ended first.
 func (t *target) probeN(ctx context.Context, sc config.Scenario, n int) (busy time.Duration, ok bool) {
-	// All n slots at once: bursts of two targets taking slots one by one
-	// could each hold part and wait on the other forever.
+	// Model lookup, tokenizer detection and prompt sizing talk to the
+	// server too: under the scenario's deadline, and before any slot is
+	// taken, so a stalled server holds no slot another target needs.
+	psc := probe.Scenario{Name: sc.Name, InputTokens: sc.InputTokens, OutputTokens: sc.OutputTokens,
+		Cold: sc.Cache == "cold", Timeout: sc.ProbeTimeout()}
+	pctx, cancel := context.WithTimeout(ctx, psc.Timeout)
+	preps := make([]*probe.Prepared, n)
+	for i := range preps {
+		preps[i] = t.prober.Prepare(pctx, psc)
+	}
+	cancel()
+	if ctx.Err() != nil {
+		return 0, false
+	}
+	if res, failed := preps[0].Failed(); failed {
+		t.m.probes.Observe(t.cfg.Name, sc.Name, res, -1, time.Now())
+		t.m.logger.Warn("probe failed", "target", t.cfg.Name, "scenario", sc.Name, "stage", "prepare", "result", res.Outcome, "err", res.Err)
+		return 0, true
+	}
+	// One target of a server at a time, then all n global slots at once:
+	// bursts of two targets taking slots one by one could each hold part
+	// and wait on the other forever. Always in this order.
+	if err := t.server.Acquire(ctx, 1); err != nil {
+		return 0, false
+	}
+	defer t.server.Release(1)
 	if err := t.sem.Acquire(ctx, int64(n)); err != nil {
 		return 0, false
 	}
@@ -327,9 +405,9 @@ func (t *target) probeN(ctx context.Context, sc config.Scenario, n int) (busy ti
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var samples []Sample
-	for range n {
+	for _, pr := range preps {
 		wg.Go(func() {
-			s, ok := t.probeOnce(ctx, sc, before, beforeOK, n)
+			s, ok := t.probeOnce(ctx, sc, pr, before, beforeOK, n)
 			t.sem.Release(1)
 			if !ok {
 				return
@@ -376,7 +454,7 @@ func (t *target) record(s Sample) {
 // the one taken before plus the n sent, each scrape until it ends, the one
 // after plus itself. That is a lone probe's load; a burst's is the burst's,
 // tagged by probeN once all are done.
-func (t *target) probeOnce(ctx context.Context, sc config.Scenario, before engine.Load, beforeOK bool, n int) (Sample, bool) {
+func (t *target) probeOnce(ctx context.Context, sc config.Scenario, pr *probe.Prepared, before engine.Load, beforeOK bool, n int) (Sample, bool) {
 	acc := &loadAcc{}
 	if beforeOK {
 		acc.add(before.InFlight() + float64(n))
@@ -384,8 +462,7 @@ func (t *target) probeOnce(ctx context.Context, sc config.Scenario, before engin
 	t.mu.Lock()
 	t.inFlight[acc] = true
 	t.mu.Unlock()
-	res := t.prober.Probe(ctx, probe.Scenario{Name: sc.Name, InputTokens: sc.InputTokens, OutputTokens: sc.OutputTokens,
-		Cold: sc.Cache == "cold", Timeout: sc.ProbeTimeout()})
+	res := t.prober.Send(ctx, pr)
 	t.mu.Lock()
 	delete(t.inFlight, acc)
 	t.mu.Unlock()

@@ -65,3 +65,6 @@ func (s *Schedule) Charge(start time.Time, busy time.Duration) {
 		s.ready = r
 	}
 }
+
+// Ready is when the budget next allows a probe.
+func (s *Schedule) Ready() time.Time { return s.ready }

@@ -162,6 +162,9 @@ func (p *Prober) Prepare(ctx context.Context, sc Scenario) *Prepared {
 		}
 	}
 	s := p.sizer(ctx, sc)
+	if ctx.Err() != nil {
+		return &Prepared{err: fail(Result{}, classifyCtx(ctx, ConnectError), secret.Error(fmt.Errorf("size the prompt: %w", context.Cause(ctx)), p.ep.APIKey))}
+	}
 	words := s.Words()
 	nonce := ""
 	p.mu.Lock()
@@ -183,6 +186,12 @@ func (p *Prober) Prepare(ctx context.Context, sc Scenario) *Prepared {
 		return &Prepared{err: fail(Result{}, StreamError, fmt.Errorf("encode request: %w", err))}
 	}
 	return &Prepared{sc: sc, api: p.api, body: body, words: words, sizer: s, counter: counter}
+}
+
+// Failed is the result of a preparation that failed (the model lookup, or
+// sizing cut short by its deadline); ok is false for a probe ready to send.
+func (pr *Prepared) Failed() (Result, bool) {
+	return pr.err, pr.body == nil
 }
 
 // Send streams a prepared probe and measures it. A probe whose prompt the

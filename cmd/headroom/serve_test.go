@@ -224,6 +224,7 @@ func TestCheckConfig(t *testing.T) {
 	if code := run([]string{"check-config", bad}); code != 1 {
 		t.Errorf("check-config on a bad file exited %d, want 1", code)
 	}
+	t.Setenv("VLLM_A_KEY", "sk-a") // good.yml's target reads its key from there
 	if code := run([]string{"check-config", "../../config/testdata/good.yml"}); code != 0 {
 		t.Errorf("check-config on a good file exited %d, want 0", code)
 	}

@@ -10,10 +10,12 @@ import (
 	"math"
 	"net/http"
 	"strconv"
+	"sync"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
-	"github.com/headroom-dev/headroom/internal/exposition"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/headroom-dev/headroom/internal/exposition"
 )
 
 // Reading is one GPU now. NaN marks what the source does not report.
@@ -177,3 +179,42 @@ func labels(m *dto.Metric) map[string]string {
 	}
 	return out
 }
+
+// Swappable is a Source that a reload can replace while scrapes read it: the
+// old source is closed only once no read is using it.
+type Swappable struct {
+	mu  sync.RWMutex
+	src Source
+}
+
+// Read implements Source; with no source, no readings.
+func (s *Swappable) Read(ctx context.Context) ([]Reading, error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.src == nil {
+		return nil, nil
+	}
+	return s.src.Read(ctx)
+}
+
+// Set replaces the source, waiting for reads of the old one to end before
+// closing it.
+func (s *Swappable) Set(src Source) {
+	s.mu.Lock()
+	old := s.src
+	s.src = src
+	s.mu.Unlock()
+	if old != nil {
+		old.Close()
+	}
+}
+
+// Has reports whether there is a source.
+func (s *Swappable) Has() bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.src != nil
+}
+
+// Close implements Source.
+func (s *Swappable) Close() { s.Set(nil) }

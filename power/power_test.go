@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -136,4 +137,53 @@ func FuzzParseDCGM(f *testing.F) {
 			}
 		}
 	})
+}
+
+// closeCheck is a source that fails the test if read after Close.
+type closeCheck struct {
+	t      *testing.T
+	mu     sync.Mutex
+	closed bool
+}
+
+func (c *closeCheck) Read(context.Context) ([]Reading, error) {
+	c.mu.Lock()
+	closed := c.closed
+	c.mu.Unlock()
+	if closed {
+		c.t.Error("read after close")
+	}
+	time.Sleep(time.Millisecond) // a read that takes time, as NVML's does
+	return []Reading{{Watts: 1}}, nil
+}
+
+func (c *closeCheck) Close() {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
+}
+
+// A reload replaces the source while scrapes read it: the old one is closed
+// only after its reads end.
+func TestSwappableClosesAfterReads(t *testing.T) {
+	var s Swappable
+	s.Set(&closeCheck{t: t})
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for range 50 {
+				if _, err := s.Read(t.Context()); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	for range 20 {
+		s.Set(&closeCheck{t: t})
+	}
+	wg.Wait()
+	s.Close()
+	if s.Has() {
+		t.Error("a closed Swappable still has a source")
+	}
 }

@@ -6,8 +6,13 @@ import (
 	"math"
 )
 
-// Tolerance is how far a prompt may miss its target token count.
-const Tolerance = 0.01
+// Tolerance is how far a prompt may miss its target token count, or
+// minSlack tokens where that is more: below 400 tokens, 1% is less than the
+// one filler word a prompt can grow or shrink by.
+const (
+	Tolerance = 0.01
+	minSlack  = 4
+)
 
 // Sizer finds how many filler words make a prompt of the target token count for
 // one target's tokenizer and chat template. It models count = overhead + ratio*words,
@@ -55,11 +60,6 @@ func (s *Sizer) bound() {
 	s.overhead = min(maxOverhead, max(-float64(s.target)/4, s.overhead))
 }
 
-// AddOverhead adds tokens the counter did not see (a chat template).
-func (s *Sizer) AddOverhead(tokens int) {
-	s.overhead += float64(tokens)
-	s.solve()
-}
 
 // Calibrate fits the model with a counter: two counts give ratio and overhead,
 // then secant steps until the count is within half the tolerance.
@@ -131,6 +131,8 @@ func (s *Sizer) Observe(words, promptTokens int) bool {
 	return true
 }
 
+// within: got is within tol of want, or within minSlack tokens scaled as
+// tol is to Tolerance (calibration aims at half of both).
 func within(got, want int, tol float64) bool {
-	return math.Abs(float64(got-want)) <= tol*float64(want)
+	return math.Abs(float64(got-want)) <= max(tol*float64(want), minSlack*tol/Tolerance)
 }

@@ -37,18 +37,14 @@ const (
 	// the scenario's length; its latencies answer to another context.
 	PromptMismatch Outcome = "prompt_mismatch"
 	// UsageMismatch: the stream contradicts its own token count (more
-	// chunks than tokens, more tokens than max_tokens, or far more tokens
-	// than chunks), so no decode speed or ITL can be derived from it.
+	// chunks than tokens, more tokens than max_tokens, or more tokens than
+	// bytes of text), so no decode speed or ITL can be derived from it.
 	UsageMismatch Outcome = "usage_mismatch"
 	Canceled      Outcome = "canceled"
 )
 
 // Outcomes lists the exported result labels, so counters can start at zero.
 var Outcomes = []Outcome{Success, ConnectError, HTTPError, Timeout, StreamError, ShortOutput, PromptMismatch, UsageMismatch}
-
-// maxTokensPerChunk is the most tokens one streamed chunk is believed to
-// carry: engines merge a few under load (stream intervals), never dozens.
-const maxTokensPerChunk = 16
 
 // maxErrorBody is how much of an error answer is kept for the log: enough
 // for "context length exceeded", redacted like every error.
@@ -357,7 +353,7 @@ func readStream(ctx context.Context, body io.Reader, res Result, maxTokens int) 
 	if !res.TokensFromUsage {
 		res.CompletionTokens = res.Chunks
 	}
-	if err := consistent(res, maxTokens); err != nil {
+	if err := consistent(res, maxTokens, text.Len()); err != nil {
 		return fail(res, UsageMismatch, err)
 	}
 	res.Outcome = Success
@@ -370,8 +366,10 @@ func readStream(ctx context.Context, body io.Reader, res Result, maxTokens int) 
 
 // consistent checks a finished stream against its own token count: a decode
 // speed from tokens the stream did not carry, or ITL from chunks that were
-// not tokens, would be a number of no server.
-func consistent(res Result, maxTokens int) error {
+// not tokens, would be a number of no server. Engines may merge tokens into
+// one chunk (vLLM does when the client reads slower than it decodes), but a
+// token is at least one byte of text.
+func consistent(res Result, maxTokens, textBytes int) error {
 	switch n := res.CompletionTokens; {
 	case res.Chunks > maxTokens:
 		return fmt.Errorf("stream carried %d content chunks for max_tokens %d", res.Chunks, maxTokens)
@@ -379,8 +377,8 @@ func consistent(res Result, maxTokens int) error {
 		return fmt.Errorf("usage counts %d completion tokens, above max_tokens %d", n, maxTokens)
 	case res.Chunks > n:
 		return fmt.Errorf("stream carried %d content chunks but usage counts %d completion tokens", res.Chunks, n)
-	case n > maxTokensPerChunk*res.Chunks:
-		return fmt.Errorf("usage counts %d completion tokens for %d content chunks (more than %d a chunk)", n, res.Chunks, maxTokensPerChunk)
+	case n > textBytes && textBytes < maxLine:
+		return fmt.Errorf("usage counts %d completion tokens for %d bytes of streamed text", n, textBytes)
 	}
 	return nil
 }

@@ -198,7 +198,7 @@ func TestRunFailures(t *testing.T) {
 		{"401 echoing the key", func(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, `{"error":"invalid key in header Authorization: `+r.Header.Get("Authorization")+`"}`, http.StatusUnauthorized)
 		}, "", 0, HTTPError, 401},
-		{"usage above what streamed", script(200, then(tokens(10*time.Millisecond, time.Millisecond, 1, 1), end(20*time.Millisecond, true, 1024, 20)...)...), "", 0, UsageMismatch, 200},
+		{"usage above what streamed", script(200, then([]step{{at: 10 * time.Millisecond, data: chat("ab")}}, end(20*time.Millisecond, true, 1024, 20)...)...), "", 0, UsageMismatch, 200},
 		{"usage above max_tokens", script(200, then(tokens(10*time.Millisecond, time.Millisecond, 20, 1), end(40*time.Millisecond, true, 1024, 200)...)...), "", 0, UsageMismatch, 200},
 		{"more chunks than tokens", script(200, then(tokens(10*time.Millisecond, time.Millisecond, 15, 1), end(30*time.Millisecond, true, 1024, 10)...)...), "", 0, UsageMismatch, 200},
 		{"more chunks than max_tokens", script(200, then(tokens(10*time.Millisecond, time.Millisecond, 200, 1), end(250*time.Millisecond, false, 0, 0)...)...), "", 0, UsageMismatch, 200},
@@ -289,7 +289,7 @@ func FuzzReadStream(f *testing.F) {
 	f.Add([]byte("data: " + stopChunk))
 	f.Fuzz(func(t *testing.T, stream []byte) {
 		r := readStream(t.Context(), bytes.NewReader(stream), Result{Start: time.Now()}, 16)
-		if r.Outcome == Success && (r.Chunks > 16 || r.CompletionTokens > 16 || r.CompletionTokens < r.Chunks) {
+		if r.Outcome == Success && (r.Chunks > 16 || r.CompletionTokens > 16 || r.CompletionTokens < r.Chunks || r.CompletionTokens > len(r.Text)) {
 			t.Fatalf("success with %d chunks, %d tokens for max_tokens 16", r.Chunks, r.CompletionTokens)
 		}
 	})

@@ -91,11 +91,15 @@ type daemon struct {
 	reloadOK   prometheus.Gauge
 	reloadTime prometheus.Gauge
 
+	// reloads carries reload requests (SIGHUP, /-/reload) to the one
+	// goroutine that applies them, in order; each gets its error back.
+	reloads chan chan error
+	power   power.Swappable
+
 	mu    sync.Mutex
 	cfg   *config.Config
 	seeds seeds
 	ctx   context.Context
-	power power.Source
 }
 
 func newDaemon(logger *slog.Logger, load func() (*config.Config, error)) (*daemon, error) {
@@ -110,7 +114,7 @@ func newDaemon(logger *slog.Logger, load func() (*config.Config, error)) (*daemo
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		versioncollector.NewCollector("headroom"))
-	d := &daemon{logger: logger, load: load, reg: reg, cfg: cfg, seeds: seeds,
+	d := &daemon{logger: logger, load: load, reg: reg, cfg: cfg, seeds: seeds, reloads: make(chan chan error),
 		reloadOK: prometheus.NewGauge(prometheus.GaugeOpts{Name: "headroom_config_last_reload_successful",
 			Help: "Whether the last configuration reload attempt was successful."}),
 		reloadTime: prometheus.NewGauge(prometheus.GaugeOpts{Name: "headroom_config_last_reload_success_timestamp_seconds",
@@ -120,7 +124,7 @@ func newDaemon(logger *slog.Logger, load func() (*config.Config, error)) (*daemo
 	probes := collector.NewProbes(reg)
 	d.store = capacity.NewStore()
 	d.mon = monitor.New(logger, probes, recorder{d})
-	d.power = openPower(logger, cfg.Power)
+	d.power.Set(openPower(logger, cfg.Power))
 	reg.MustRegister(collector.NewTargets(d.mon.Status), collector.NewCapacity(d.useCases, d.estimates),
 		collector.NewPower(logger, d.powerSource, func() map[string]string { return gpuTargets(d.config()) }, d.generationTokens))
 	d.reloadOK.Set(1)
@@ -129,6 +133,7 @@ func newDaemon(logger *slog.Logger, load func() (*config.Config, error)) (*daemo
 }
 
 // reload loads the configuration again; a bad file keeps the running one.
+// Only serve's reload loop calls it while serving, so reloads never overlap.
 func (d *daemon) reload() error {
 	cfg, err := d.load()
 	var seeds seeds
@@ -144,13 +149,10 @@ func (d *daemon) reload() error {
 	old := d.cfg
 	d.cfg, d.seeds = cfg, seeds
 	ctx := d.ctx
-	if cfg.Power != old.Power {
-		if d.power != nil {
-			d.power.Close()
-		}
-		d.power = openPower(d.logger, cfg.Power)
-	}
 	d.mu.Unlock()
+	if cfg.Power != old.Power {
+		d.power.Set(openPower(d.logger, cfg.Power))
+	}
 	d.mon.Apply(ctx, cfg)
 	for _, t := range old.Targets {
 		if !slices.ContainsFunc(cfg.Targets, func(n config.Target) bool { return n.Name == t.Name }) {
@@ -175,7 +177,13 @@ func (d *daemon) handler() http.Handler {
 			http.Error(w, "use POST or PUT", http.StatusMethodNotAllowed)
 			return
 		}
-		if err := d.reload(); err != nil {
+		reply := make(chan error, 1)
+		select {
+		case d.reloads <- reply:
+		case <-r.Context().Done():
+			return
+		}
+		if err := <-reply; err != nil {
 			http.Error(w, fmt.Sprintf("failed to reload config: %s", err), http.StatusInternalServerError)
 			return
 		}
@@ -197,23 +205,34 @@ func (d *daemon) handler() http.Handler {
 	return mux
 }
 
-// serve starts probing and the web server and blocks until ctx ends. ready, if
-// not nil, receives the bound listener addresses.
+// serve binds its listeners, starts probing and the web server, and blocks
+// until ctx ends or the server fails. ready, if not nil, receives the bound
+// listener addresses. A taken port exits at once, before any probe.
 func (d *daemon) serve(ctx context.Context, wf *webFlags, ready func([]net.Addr)) int {
+	listeners := make([]net.Listener, 0, len(wf.listen))
+	for _, a := range wf.listen {
+		l, err := net.Listen("tcp", a)
+		if err != nil {
+			d.logger.Error("listen", "address", a, "err", err)
+			for _, l := range listeners {
+				l.Close()
+			}
+			return 1
+		}
+		listeners = append(listeners, l)
+	}
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	d.mu.Lock()
 	d.ctx = ctx
 	cfg := d.cfg
 	d.mu.Unlock()
 	d.mon.Apply(ctx, cfg)
-	defer d.mon.Stop()
 
+	// One goroutine applies reloads, in the order they come, as
+	// blackbox_exporter does: a slow reload cannot finish after a newer one.
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
 	var wg sync.WaitGroup
-	defer wg.Wait()
 	wg.Go(func() {
 		for {
 			select {
@@ -221,20 +240,13 @@ func (d *daemon) serve(ctx context.Context, wf *webFlags, ready func([]net.Addr)
 				return
 			case <-hup:
 				_ = d.reload()
+			case reply := <-d.reloads:
+				reply <- d.reload()
 			}
 		}
 	})
 
 	srv := &http.Server{Handler: d.handler(), ReadHeaderTimeout: 10 * time.Second}
-	listeners := make([]net.Listener, 0, len(wf.listen))
-	for _, a := range wf.listen {
-		l, err := net.Listen("tcp", a)
-		if err != nil {
-			d.logger.Error("listen", "address", a, "err", err)
-			return 1
-		}
-		listeners = append(listeners, l)
-	}
 	addrs := make([]net.Addr, len(listeners))
 	for i, l := range listeners {
 		addrs[i] = l.Addr()
@@ -245,19 +257,27 @@ func (d *daemon) serve(ctx context.Context, wf *webFlags, ready func([]net.Addr)
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- web.ServeMultiple(listeners, srv, wf.toolkit(), d.logger) }()
+	code := 0
 	select {
 	case err := <-errc:
 		if err != nil && !errors.Is(err, http.ErrServerClosed) {
 			d.logger.Error("serve", "err", err)
-			return 1
+			code = 1
 		}
 	case <-ctx.Done():
 		d.logger.Info("shutting down")
 		sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer scancel()
 		_ = srv.Shutdown(sctx)
+		scancel()
+		<-errc
 	}
-	return 0
+	// Stop in reverse: no more reloads, then the probes, then the power source.
+	cancel()
+	signal.Stop(hup)
+	wg.Wait()
+	d.mon.Stop()
+	d.power.Close()
+	return code
 }
 
 // recorder feeds successful probes to the capacity model and chooses
@@ -352,10 +372,12 @@ func (d *daemon) status(w http.ResponseWriter, _ *http.Request) {
 	_, _ = w.Write(append(b, '\n'))
 }
 
+// powerSource is the power source for the collector, nil when there is none.
 func (d *daemon) powerSource() power.Source {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.power
+	if !d.power.Has() {
+		return nil
+	}
+	return &d.power
 }
 
 func (d *daemon) generationTokens() map[string]float64 {

@@ -1,0 +1,182 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/headroom-dev/headroom/config"
+)
+
+// With its port taken, serve exits non-zero at once, before probing: it
+// used to log the bind error and run on.
+func TestServePortTaken(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	file := filepath.Join(t.TempDir(), "headroom.yml")
+	if err := os.WriteFile(file, []byte("targets: [{name: a, url: 'http://127.0.0.1:1'}]\npower: {source: none}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan int, 1)
+	start := time.Now()
+	go func() {
+		done <- run([]string{"serve", "--config.file", file, "--web.listen-address", l.Addr().String()})
+	}()
+	select {
+	case code := <-done:
+		t.Logf("exited %d after %s", code, time.Since(start))
+		if code == 0 {
+			t.Error("serve with its port taken exited 0")
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve with its port taken still runs after 10 s")
+	}
+}
+
+// Reloads from /-/reload and SIGHUP are applied one at a time, in order: a
+// slow reload cannot finish after, and overwrite, a newer one.
+func TestReloadsAreSerialised(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "headroom.yml")
+	if err := os.WriteFile(file, []byte("targets: []\npower: {source: none}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var inLoad, most, loads atomic.Int32
+	load := func() (*config.Config, error) {
+		n := inLoad.Add(1)
+		defer inLoad.Add(-1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		loads.Add(1)
+		time.Sleep(20 * time.Millisecond) // a slow file system
+		return config.Load(file)
+	}
+	d, err := newDaemon(slog.New(slog.DiscardHandler), load)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	addr := make(chan net.Addr, 1)
+	done := make(chan int)
+	go func() {
+		done <- d.serve(ctx, &webFlags{listen: []string{"127.0.0.1:0"}}, func(a []net.Addr) { addr <- a[0] })
+	}()
+	base := "http://" + (<-addr).String()
+	var wg sync.WaitGroup
+	for range 10 {
+		wg.Go(func() {
+			resp, err := http.Post(base+"/-/reload", "", nil)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK {
+				t.Errorf("reload: HTTP %d", resp.StatusCode)
+			}
+		})
+	}
+	wg.Wait()
+	cancel()
+	if code := <-done; code != 0 {
+		t.Errorf("serve exited %d", code)
+	}
+	if loads.Load() != 11 || most.Load() != 1 {
+		t.Errorf("%d loads, at most %d at once; want 11 (start + 10 reloads), one at a time", loads.Load(), most.Load())
+	}
+}
+
+// A reload that restarts the loops keeps the budget's debt: a 300 ms probe at
+// a 10% budget owes 3 s of quiet, and a reload that changes the scenarios
+// does not probe before then (it probed every scenario at once before).
+func TestReloadKeepsProbeBudget(t *testing.T) {
+	var probes atomic.Int32
+	srv := httptest.NewServer(fakeServer(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if !bytes.Contains(body, []byte(`"max_tokens":1,`)) { // not a sizing count
+			probes.Add(1)
+			time.Sleep(300 * time.Millisecond)
+		}
+		stream(8, 512, 8)(w, r)
+	}))
+	defer srv.Close()
+	file := filepath.Join(t.TempDir(), "headroom.yml")
+	write := func(scenario string) {
+		cfg := fmt.Sprintf("targets: [{name: a, url: %q, engine: none}]\nprobe_budget: 0.1\npower: {source: none}\n"+
+			"scenarios: [{name: %s, input_tokens: 512, output_tokens: 8, interval: 1h}]\nuse_cases: [{name: u, scenario: %s, ttft_max: 1s}]\n", srv.URL, scenario, scenario)
+		if err := os.WriteFile(file, []byte(cfg), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("one")
+	base, _ := startDaemon(t, file)
+	waitFor(t, "the first probe", func() bool {
+		return scrape(t, base)["headroom_probes_total{result=success,scenario=one,target=a}"] == 1
+	})
+	write("two")
+	resp, err := http.Post(base+"/-/reload", "", nil)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("reload: %v %v", resp, err)
+	}
+	time.Sleep(time.Second)
+	if n := probes.Load(); n != 1 {
+		t.Errorf("%d probes within 1 s of the reload, want only the first: the budget owes 3 s", n)
+	}
+}
+
+// A rotated key file is read again on reload; before, the old key was sent
+// until a restart.
+func TestReloadRotatesKey(t *testing.T) {
+	var key atomic.Value
+	key.Store("Bearer sk-one")
+	srv := httptest.NewServer(fakeServer(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != key.Load() {
+			http.Error(w, "bad key", http.StatusUnauthorized)
+			return
+		}
+		stream(8, 512, 8)(w, r)
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	keyFile, file := filepath.Join(dir, "key"), filepath.Join(dir, "headroom.yml")
+	if err := os.WriteFile(keyFile, []byte("sk-one\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := fmt.Sprintf("targets: [{name: a, url: %q, api_key_file: key}]\nprobe_budget: 0.5\npower: {source: none}\n"+
+		"scenarios: [{name: s, input_tokens: 512, output_tokens: 8, interval: 1s}]\nuse_cases: [{name: u, scenario: s, ttft_max: 1s}]\n", srv.URL)
+	if err := os.WriteFile(file, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base, logs := startDaemon(t, file)
+	ok := func(result string) float64 {
+		return scrape(t, base)["headroom_probes_total{result="+result+",scenario=s,target=a}"]
+	}
+	waitFor(t, "a probe with the first key", func() bool { return ok("success") >= 1 })
+	key.Store("Bearer sk-two") // the server rotates
+	waitFor(t, "a refused probe", func() bool { return ok("http_error") >= 1 })
+	if err := os.WriteFile(keyFile, []byte("sk-two\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	before := ok("success")
+	if resp, err := http.Post(base+"/-/reload", "", nil); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("reload: %v %v", resp, err)
+	}
+	waitFor(t, "a probe with the rotated key", func() bool { return ok("success") > before })
+	if strings.Contains(logs.String(), "sk-one") || strings.Contains(logs.String(), "sk-two") {
+		t.Error("a key is in the log")
+	}
+}

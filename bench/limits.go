@@ -20,6 +20,10 @@ type Limit struct {
 	Tested int `json:"tested"`
 	// Breach says which threshold the first failing level crossed.
 	Breach string `json:"breach,omitempty"`
+	// Failed: no request of the first failing level succeeded; it says
+	// how they failed. Such a level measured nothing, so it breaches no
+	// threshold either.
+	Failed string `json:"failed,omitempty"`
 }
 
 // String is the limit as the guidance table prints it.
@@ -27,6 +31,8 @@ func (l Limit) String() string {
 	switch {
 	case l.Tested == 0:
 		return "not tested"
+	case l.Failed != "":
+		return "failed: " + l.Failed
 	case l.Capped:
 		return fmt.Sprintf("%.0f+", l.Capacity)
 	case l.Capacity == 0:
@@ -94,9 +100,41 @@ func (r *Report) UseCaseLimit(u UseCase) Limit {
 	var failed *level
 	l.Capacity, l.Capped, failed = firstCrossing(levels)
 	if failed != nil {
-		l.Breach = u.breach(failed.cell)
+		if failed.cell.SuccessRate == 0 {
+			l.Failed = fmt.Sprintf("at %d, every request failed: %s", failed.cell.Concurrency, failed.cell.failure())
+		} else {
+			l.Breach = u.breach(failed.cell)
+		}
 	}
 	return l
+}
+
+// failure names a cell's failures with the first error of the most common.
+func (c *Cell) failure() string {
+	most := ""
+	for o, n := range c.Failures {
+		if most == "" || n > c.Failures[most] || n == c.Failures[most] && o < most {
+			most = o
+		}
+	}
+	if most == "" {
+		return "no request was sent"
+	}
+	return fmt.Sprintf("%d %s: %s", c.Failures[most], most, c.Errors[most])
+}
+
+// Failed reports whether the sweep measured nothing: no request of any of
+// its cells succeeded. Its error is the first cell's failure.
+func (r *Report) Failed() (bool, string) {
+	if len(r.Cells) == 0 {
+		return false, ""
+	}
+	for i := range r.Cells {
+		if r.Cells[i].SuccessRate > 0 {
+			return false, ""
+		}
+	}
+	return true, r.Cells[0].failure()
 }
 
 // breach names the thresholds a cell crosses.

@@ -229,13 +229,14 @@ func (r *Runner) measure(ctx context.Context, p Plan, k Key) (Cell, error) {
 // cellOf turns a cell's probe results into its record, wall time into virtual.
 func (r *Runner) cellOf(k Key, start time.Time, results []probe.Result, before, after reading) Cell {
 	s := r.scale
-	c := Cell{Key: k, Failures: map[string]int{}}
+	c := Cell{Key: k, Failures: map[string]int{}, Errors: map[string]string{}}
 	end := start
 	for _, res := range results {
 		if res.Outcome != probe.Success {
 			c.Failures[string(res.Outcome)]++
 			if c.Failures[string(res.Outcome)] == 1 {
 				r.Logger.Warn("request failed", "cell", k.String(), "result", res.Outcome, "err", res.Err)
+				c.Errors[string(res.Outcome)] = fmt.Sprint(res.Err)
 			}
 			continue
 		}
@@ -248,7 +249,7 @@ func (r *Runner) cellOf(k Key, start time.Time, results []probe.Result, before, 
 			PromptTokens: res.PromptTokens, OutputTokens: res.CompletionTokens})
 	}
 	if len(c.Failures) == 0 {
-		c.Failures = nil
+		c.Failures, c.Errors = nil, nil
 	}
 	c.Duration = end.Sub(start).Seconds() * s
 	// The engine's histograms and the GPUs' energy are already in its own

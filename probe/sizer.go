@@ -60,7 +60,6 @@ func (s *Sizer) bound() {
 	s.overhead = min(maxOverhead, max(-float64(s.target)/4, s.overhead))
 }
 
-
 // Calibrate fits the model with a counter: two counts give ratio and overhead,
 // then secant steps until the count is within half the tolerance.
 func (s *Sizer) Calibrate(ctx context.Context, c Counter, nonce string) error {

@@ -216,6 +216,10 @@ func (c *benchCmd) run() int {
 	for _, l := range rep.Limits {
 		fmt.Printf("%-20s %s\n", l.UseCase, l)
 	}
+	if failed, why := rep.Failed(); failed {
+		logger.Error("bench failed: no request of the sweep succeeded", "err", why)
+		return max(code, 1)
+	}
 	return code
 }
 

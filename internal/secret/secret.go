@@ -47,4 +47,3 @@ type redacted struct {
 
 func (r *redacted) Error() string { return r.msg }
 func (r *redacted) Unwrap() error { return r.cause }
-

@@ -167,3 +167,28 @@ func TestLoadChecksKeys(t *testing.T) {
 		}
 	}
 }
+
+// FuzzParse: no file, however broken, panics the loader; a file it accepts
+// validates again and keeps the budget in range.
+func FuzzParse(f *testing.F) {
+	b, err := os.ReadFile("testdata/good.yml")
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b)
+	f.Add([]byte("targets:\n  - {name: a, url: 'http://h', gpus: 3}\nprobe_budget: .nan\n"))
+	f.Add([]byte("use_cases:\n  - name: u\n    window: [1]\n"))
+	f.Add([]byte("scenarios: {a: 1}\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c, err := Parse(b)
+		if err != nil {
+			return
+		}
+		if err := c.Validate(); err != nil {
+			t.Fatalf("accepted, then invalid: %v", err)
+		}
+		if !(c.ProbeBudget >= MinProbeBudget && c.ProbeBudget <= 1) {
+			t.Fatalf("accepted probe_budget %g", c.ProbeBudget)
+		}
+	})
+}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -221,5 +223,43 @@ func TestBenchEveryRequestFailed(t *testing.T) {
 		if b, _ := os.ReadFile(filepath.Join(out, f)); strings.Contains(string(b), faultKey) {
 			t.Errorf("%s carries the API key", f)
 		}
+	}
+}
+
+// Two targets on one server (chat and completions of one llama.cpp: one
+// metrics URL) are probed one at a time: overlapping, each added its
+// prefill to the other's TTFT.
+func TestTargetsSharingAServer(t *testing.T) {
+	var inFlight, most, done atomic.Int32
+	slow := func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if bytes.Contains(body, []byte(`"max_tokens":1,`)) { // a sizing count
+			stream(1, 512, 1)(w, r)
+			return
+		}
+		n := inFlight.Add(1)
+		defer inFlight.Add(-1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		time.Sleep(200 * time.Millisecond)
+		stream(8, 512, 8)(w, r)
+		done.Add(1)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/", fakeServer(slow))
+	mux.HandleFunc("POST /v1/completions", slow)
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	cfg := fmt.Sprintf("targets:\n  - {name: chat, url: %q, api: chat}\n  - {name: text, url: %q, api: completions}\n"+
+		"probe_budget: 0.9\npower: {source: none}\nscenarios: [{name: s, input_tokens: 512, output_tokens: 8, interval: 1s}]\n"+
+		"use_cases: [{name: u, scenario: s, ttft_max: 1s}]\n", srv.URL, srv.URL)
+	file := filepath.Join(t.TempDir(), "headroom.yml")
+	if err := os.WriteFile(file, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	startDaemon(t, file)
+	waitFor(t, "six probes", func() bool { return done.Load() >= 6 })
+	if m := most.Load(); m != 1 {
+		t.Errorf("%d probes of one server in flight at once, want 1", m)
 	}
 }

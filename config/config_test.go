@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -191,4 +192,29 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("accepted probe_budget %g", c.ProbeBudget)
 		}
 	})
+}
+
+// A use case whose window cannot hold enough probes of its scenario is
+// warned about with its fix, and the fix silences the warning.
+func TestWarningsNeverAnEstimate(t *testing.T) {
+	base := "targets: []\nscenarios: [{name: s, input_tokens: 1024, output_tokens: 16, interval: %s}]\nuse_cases: [{name: u, scenario: s, ttft_max: 1s, window: %s}]\n"
+	tests := []struct {
+		interval, window string
+		want             string
+	}{
+		{"10m", "30m", "use_cases[0] (u): never gets a capacity estimate: scenarios[0] (s) is probed at most every 10m0s, so its 30m0s window holds at most 4 probes and an estimate needs 8; set scenarios[0].interval to at most 4m45s or use_cases[0].window to at least 1h3m0s"},
+		{"4m45s", "30m", ""},
+		{"10m", "63m", ""},
+		{"5m", "30m", "at most 7 probes"},
+	}
+	for _, tc := range tests {
+		c, err := Parse([]byte(fmt.Sprintf(base, tc.interval, tc.window)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := strings.Join(c.Warnings(), "\n")
+		if tc.want == "" && got != "" || tc.want != "" && !strings.Contains(got, tc.want) {
+			t.Errorf("interval %s window %s: warnings %q, want %q", tc.interval, tc.window, got, tc.want)
+		}
+	}
 }

@@ -17,5 +17,8 @@ func checkConfig(path string) int {
 		return 1
 	}
 	fmt.Printf("%s: ok: %d targets, %d scenarios, %d use cases\n", path, len(c.Targets), len(c.Scenarios), len(c.UseCases))
+	for _, w := range c.Warnings() {
+		fmt.Printf("warning: %s\n", w)
+	}
 	return 0
 }

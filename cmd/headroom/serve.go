@@ -121,6 +121,7 @@ func newDaemon(logger *slog.Logger, load func() (*config.Config, error)) (*daemo
 			Help: "Timestamp of the last successful configuration reload."}),
 	}
 	reg.MustRegister(d.reloadOK, d.reloadTime)
+	d.warn(cfg)
 	probes := collector.NewProbes(reg)
 	d.store = capacity.NewStore()
 	d.mon = monitor.New(logger, probes, recorder{d})
@@ -161,8 +162,16 @@ func (d *daemon) reload() error {
 	}
 	d.reloadOK.Set(1)
 	d.reloadTime.SetToCurrentTime()
+	d.warn(cfg)
 	d.logger.Info("reloaded config", "targets", len(cfg.Targets), "scenarios", len(cfg.Scenarios), "use_cases", len(cfg.UseCases))
 	return nil
+}
+
+// warn logs, once per load, what in the configuration can never work.
+func (d *daemon) warn(cfg *config.Config) {
+	for _, w := range cfg.Warnings() {
+		d.logger.Warn("configuration", "problem", w)
+	}
 }
 
 func (d *daemon) handler() http.Handler {

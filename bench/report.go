@@ -51,12 +51,12 @@ type Target struct {
 // Cell is one context length, output length and concurrency, closed loop or burst.
 type Cell struct {
 	Key
-	Requests []Request         `json:"requests"`
-	Failures map[string]int    `json:"failures,omitempty"` // outcome -> count
+	Requests []Request      `json:"requests"`
+	Failures map[string]int `json:"failures,omitempty"` // outcome -> count
 	// Errors keeps each outcome's first error (redacted), so a report says
 	// why its requests failed.
-	Errors map[string]string `json:"errors,omitempty"`
-	Duration float64           `json:"duration_s"`         // first request sent -> last finished
+	Errors   map[string]string `json:"errors,omitempty"`
+	Duration float64           `json:"duration_s"` // first request sent -> last finished
 	Queue    *float64          `json:"queue_wait_s,omitempty"`
 	Energy   *float64          `json:"energy_j,omitempty"`
 	Stats    map[string]Values `json:"stats"` // metric -> statistics, derived from Requests

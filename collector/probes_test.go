@@ -19,7 +19,7 @@ func TestObserveRecordsLatencyOnlyForSuccess(t *testing.T) {
 	ok := probe.Result{Outcome: probe.Success, TTFT: 300 * time.Millisecond, E2E: 2 * time.Second, Decode: 1700 * time.Millisecond,
 		PromptTokens: 1024, CompletionTokens: 128, TokensFromUsage: true}
 	p.Observe("a", "s", ok, 50*time.Millisecond, time.Unix(1000, 0))
-	for _, o := range []probe.Outcome{probe.Timeout, probe.HTTPError, probe.ShortOutput, probe.StreamError, probe.ConnectError} {
+	for _, o := range []probe.Outcome{probe.Timeout, probe.HTTPError, probe.ShortOutput, probe.StreamError, probe.ConnectError, probe.PromptMismatch, probe.UsageMismatch} {
 		p.Observe("a", "s", probe.Result{Outcome: o, Err: errors.New("x"), TTFT: time.Hour, E2E: time.Hour}, time.Hour, time.Unix(2000, 0))
 	}
 	p.Observe("a", "s", probe.Result{Outcome: probe.Canceled}, -1, time.Unix(3000, 0))
@@ -56,10 +56,12 @@ func TestObserveRecordsLatencyOnlyForSuccess(t *testing.T) {
 # TYPE headroom_probes_total counter
 headroom_probes_total{result="connect_error",scenario="s",target="a"} 1
 headroom_probes_total{result="http_error",scenario="s",target="a"} 1
+headroom_probes_total{result="prompt_mismatch",scenario="s",target="a"} 1
 headroom_probes_total{result="short_output",scenario="s",target="a"} 1
 headroom_probes_total{result="stream_error",scenario="s",target="a"} 1
 headroom_probes_total{result="success",scenario="s",target="a"} 1
 headroom_probes_total{result="timeout",scenario="s",target="a"} 1
+headroom_probes_total{result="usage_mismatch",scenario="s",target="a"} 1
 `)); err != nil {
 		t.Error(err)
 	}

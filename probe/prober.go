@@ -82,8 +82,10 @@ func (p *Prober) Resolve(ctx context.Context) error {
 // else with two short usage counts. A fit cut short by ctx is not kept: the
 // next probe fits again rather than sending prompts of a default guess.
 func (p *Prober) sizer(ctx context.Context, sc Scenario) *Sizer {
+	// By name and length: a scenario renamed or resized is sized anew.
+	key := fmt.Sprintf("%s/%d", sc.Name, sc.InputTokens)
 	p.mu.Lock()
-	s, ok := p.sizers[sc.Name]
+	s, ok := p.sizers[key]
 	c := p.counter
 	p.mu.Unlock()
 	if ok {
@@ -110,7 +112,7 @@ func (p *Prober) sizer(ctx context.Context, sc Scenario) *Sizer {
 		return s
 	}
 	p.mu.Lock()
-	p.sizers[sc.Name] = s
+	p.sizers[key] = s
 	p.mu.Unlock()
 	return s
 }

@@ -11,10 +11,12 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"time"
 
+	promconfig "github.com/prometheus/common/config"
 	"gopkg.in/yaml.v3"
 )
 
@@ -56,6 +58,11 @@ type Target struct {
 	// CapacitySeed is a `headroom bench` report.json of this server: its
 	// measured curves carry the capacity estimate until probes can.
 	CapacitySeed string `yaml:"capacity_seed"`
+	// HTTPClientConfig is Prometheus's HTTP client configuration: TLS (CA,
+	// client certificate), authorization with credentials_file, proxy,
+	// redirects, headers. api_key_file and api_key_env are its shorthand
+	// for a bearer key.
+	HTTPClientConfig promconfig.HTTPClientConfig `yaml:"http_client_config"`
 }
 
 // Scenario is one kind of synthetic probe: a context length and an output length.
@@ -125,8 +132,39 @@ func (c *Config) checkKeys() error {
 		case key == "" && (t.APIKeyFile != "" || t.APIKeyEnv != ""):
 			errs = append(errs, fmt.Errorf("targets[%d].%s: the key is empty", i, field))
 		}
+		for path, file := range clientFiles(t.HTTPClientConfig) {
+			if f, err := os.Open(file); err != nil {
+				errs = append(errs, fmt.Errorf("targets[%d].http_client_config.%s: %w", i, path, err))
+			} else {
+				f.Close()
+			}
+		}
 	}
 	return errors.Join(errs...)
+}
+
+// clientFiles lists the files an HTTP client configuration reads, by path.
+func clientFiles(h promconfig.HTTPClientConfig) map[string]string {
+	out := map[string]string{}
+	add := func(path, file string) {
+		if file != "" {
+			out[path] = file
+		}
+	}
+	if a := h.Authorization; a != nil {
+		add("authorization.credentials_file", a.CredentialsFile)
+	}
+	if b := h.BasicAuth; b != nil {
+		add("basic_auth.password_file", b.PasswordFile)
+	}
+	if o := h.OAuth2; o != nil {
+		add("oauth2.client_secret_file", o.ClientSecretFile)
+	}
+	add("bearer_token_file", h.BearerTokenFile)
+	add("tls_config.ca_file", h.TLSConfig.CAFile)
+	add("tls_config.cert_file", h.TLSConfig.CertFile)
+	add("tls_config.key_file", h.TLSConfig.KeyFile)
+	return out
 }
 
 // setDirectory makes the files a config names relative to the config file, as
@@ -142,6 +180,7 @@ func (c *Config) setDirectory(dir string) {
 	for i := range c.Targets {
 		c.Targets[i].APIKeyFile = join(c.Targets[i].APIKeyFile)
 		c.Targets[i].CapacitySeed = join(c.Targets[i].CapacitySeed)
+		c.Targets[i].HTTPClientConfig.SetDirectory(dir)
 	}
 }
 
@@ -196,6 +235,9 @@ func (c *Config) applyDefaults() {
 		}
 		if t.Engine == "" {
 			t.Engine = "auto"
+		}
+		if reflect.ValueOf(t.HTTPClientConfig).IsZero() {
+			t.HTTPClientConfig = promconfig.DefaultHTTPClientConfig
 		}
 		if t.MetricsURL == "" && t.URL != "" {
 			path := "/metrics"
@@ -301,6 +343,13 @@ func (c *Config) Validate() error {
 		}
 		if t.APIKeyFile != "" && t.APIKeyEnv != "" {
 			bad(p, "set api_key_file or api_key_env, not both")
+		}
+		if h := t.HTTPClientConfig; (t.APIKeyFile != "" || t.APIKeyEnv != "") &&
+			(h.Authorization != nil || h.BasicAuth != nil || h.OAuth2 != nil || h.BearerToken != "" || h.BearerTokenFile != "") {
+			bad(p+".http_client_config", "sets credentials and so does api_key_file or api_key_env; keep one")
+		}
+		if err := t.HTTPClientConfig.Validate(); err != nil {
+			bad(p+".http_client_config", "%v", err)
 		}
 		switch t.Engine {
 		case "auto", "vllm", "sglang", "tgi", "llamacpp", "trtllm", "nim", "none":

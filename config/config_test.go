@@ -156,6 +156,7 @@ func TestLoadChecksKeys(t *testing.T) {
 		{"{name: a, url: http://h, api_key_file: empty}", "targets[0].api_key_file: the key is empty"},
 		{"{name: a, url: http://h, api_key_env: HEADROOM_TEST_UNSET_KEY}", "targets[0].api_key_env: target a: api_key_env HEADROOM_TEST_UNSET_KEY is not set"},
 		{"{name: a, url: http://h, api_key_env: HEADROOM_TEST_SET_KEY}", ""},
+		{"{name: a, url: https://h, http_client_config: {tls_config: {ca_file: ca.pem}}}", "targets[0].http_client_config.tls_config.ca_file: open " + dir + "/ca.pem: no such file"},
 	}
 	for _, tc := range tests {
 		path := dir + "/headroom.yml"
@@ -216,5 +217,29 @@ func TestWarningsNeverAnEstimate(t *testing.T) {
 		if tc.want == "" && got != "" || tc.want != "" && !strings.Contains(got, tc.want) {
 			t.Errorf("interval %s window %s: warnings %q, want %q", tc.interval, tc.window, got, tc.want)
 		}
+	}
+}
+
+// Secrets lists every credential a target sends, for redaction.
+func TestTargetSecrets(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(dir+"/cred", []byte("from-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Parse([]byte("targets:\n  - name: a\n    url: http://h\n    http_client_config: {authorization: {credentials_file: cred}}\n" +
+		"  - name: b\n    url: http://h\n    http_client_config: {basic_auth: {username: u, password: pw-inline}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.setDirectory(dir)
+	if got := strings.Join(append(c.Targets[0].Secrets(), c.Targets[1].Secrets()...), ","); got != "from-file,pw-inline" {
+		t.Errorf("secrets %q", got)
+	}
+	if _, err := Parse([]byte("targets:\n  - name: a\n    url: http://h\n    api_key_env: K\n    http_client_config: {authorization: {credentials: x}}\n")); err == nil ||
+		!strings.Contains(err.Error(), "targets[0].http_client_config: sets credentials and so does api_key_file or api_key_env") {
+		t.Errorf("both credentials: %v", err)
+	}
+	if _, err := Parse([]byte("targets:\n  - name: a\n    url: http://h\n    http_client_config: {tls_config: {colour: blue}}\n")); err == nil || !strings.Contains(err.Error(), "colour") {
+		t.Errorf("unknown field inside http_client_config: %v", err)
 	}
 }

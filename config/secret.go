@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"strings"
+
+	promconfig "github.com/prometheus/common/config"
 )
 
 // APIKey resolves the target's API key from its file or environment variable.
@@ -24,4 +26,36 @@ func (t Target) APIKey() (string, error) {
 		return strings.TrimSpace(v), nil
 	}
 	return "", nil
+}
+
+// Secrets lists every credential the target sends, read now, for
+// redaction: the API key and what its http_client_config holds inline or
+// in files. Unreadable files are skipped; check-config reports them.
+func (t Target) Secrets() []string {
+	var out []string
+	add := func(inline promconfig.Secret, file string) {
+		if inline != "" {
+			out = append(out, string(inline))
+		}
+		if file != "" {
+			if b, err := os.ReadFile(file); err == nil && len(strings.TrimSpace(string(b))) > 0 {
+				out = append(out, strings.TrimSpace(string(b)))
+			}
+		}
+	}
+	if k, err := t.APIKey(); err == nil && k != "" {
+		out = append(out, k)
+	}
+	h := t.HTTPClientConfig
+	if a := h.Authorization; a != nil {
+		add(a.Credentials, a.CredentialsFile)
+	}
+	if b := h.BasicAuth; b != nil {
+		add(b.Password, b.PasswordFile)
+	}
+	if o := h.OAuth2; o != nil {
+		add(o.ClientSecret, o.ClientSecretFile)
+	}
+	add(h.BearerToken, h.BearerTokenFile)
+	return out
 }

@@ -3,6 +3,7 @@ package monitor
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math"
 	"net/http"
@@ -11,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	promconfig "github.com/prometheus/common/config"
+	"github.com/prometheus/common/version"
 	"golang.org/x/sync/semaphore"
 
 	"github.com/headroom-dev/headroom/collector"
@@ -54,7 +57,6 @@ type Monitor struct {
 	logger *slog.Logger
 	probes *collector.Probes
 	rec    Recorder
-	client *http.Client
 
 	mu      sync.Mutex
 	cfg     *config.Config
@@ -75,7 +77,7 @@ type Monitor struct {
 
 // New returns a monitor; call Apply to start probing.
 func New(logger *slog.Logger, probes *collector.Probes, rec Recorder) *Monitor {
-	return &Monitor{logger: logger, probes: probes, rec: rec, client: probe.NewClient(false), targets: map[string]*target{},
+	return &Monitor{logger: logger, probes: probes, rec: rec, targets: map[string]*target{},
 		servers: map[string]*semaphore.Weighted{}, ready: map[string]time.Time{}}
 }
 
@@ -155,7 +157,13 @@ type target struct {
 	scrapeTO  time.Duration
 	calib     config.Calibration
 	apiKey    string
-	keyErr    error
+	secrets   []string // every credential it sends, for redaction
+	// setupErr: the key or the HTTP client could not be set up; the target
+	// is disabled, loudly, until a reload fixes it.
+	setupErr error
+	// client reaches the target's API, metrics its engine metrics page:
+	// the same client on the same host, one without credentials elsewhere.
+	client, metrics *http.Client
 	prober    *probe.Prober
 	// sem is the global in-flight cap this loop was started under: a reload
 	// that replaces the monitor's releases nothing into the wrong channel.
@@ -183,17 +191,52 @@ func (a *loadAcc) add(v float64) {
 	}
 }
 
+// newClients builds a target's HTTP clients from its http_client_config.
+// A metrics page on another host gets the same TLS and proxy settings but
+// none of the credentials, as metricsKey withholds the API key.
+func newClients(tc config.Target) (client, metrics *http.Client, err error) {
+	opts := []promconfig.HTTPClientOption{promconfig.WithIdleConnTimeout(15 * time.Minute), promconfig.WithUserAgent("headroom/" + version.Version)}
+	client, err = promconfig.NewClientFromConfig(tc.HTTPClientConfig, "headroom", opts...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("target %s: http_client_config: %w", tc.Name, err)
+	}
+	if sameHost(tc.URL, tc.MetricsURL) {
+		return client, client, nil
+	}
+	bare := tc.HTTPClientConfig
+	bare.Authorization, bare.BasicAuth, bare.OAuth2, bare.BearerToken, bare.BearerTokenFile = nil, nil, nil, "", ""
+	metrics, err = promconfig.NewClientFromConfig(bare, "headroom", opts...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("target %s: http_client_config for metrics_url: %w", tc.Name, err)
+	}
+	return client, metrics, nil
+}
+
+func sameHost(a, b string) bool {
+	ua, errA := url.Parse(a)
+	ub, errB := url.Parse(b)
+	return errA == nil && errB == nil && ua.Scheme == ub.Scheme && ua.Host == ub.Host
+}
+
 func newTarget(m *Monitor, tc config.Target, cfg *config.Config) *target {
 	key, err := tc.APIKey()
+	client, metrics, cerr := newClients(tc)
+	if err == nil {
+		err = cerr
+	}
 	t := &target{m: m, cfg: tc, scenarios: cfg.Scenarios, budget: cfg.ProbeBudget, scrapeInt: cfg.EngineScrapeInterval,
 		scrapeTO: cfg.EngineScrapeTimeout, sem: m.sem, server: m.servers[tc.MetricsURL],
-		calib: cfg.Calibration, apiKey: key, keyErr: err, inFlight: map[*loadAcc]bool{}, prefills: map[*prefillLog]bool{},
+		calib: cfg.Calibration, apiKey: key, setupErr: err, client: client, metrics: metrics, inFlight: map[*loadAcc]bool{}, prefills: map[*prefillLog]bool{},
 		load: engine.Load{Running: math.NaN(), Waiting: math.NaN(), KVUsage: math.NaN()}}
 	engineName := tc.Engine
 	if engineName == "none" {
 		engineName = "auto"
 	}
-	t.prober = probe.NewProber(probe.Endpoint{BaseURL: tc.URL, APIKey: key, Client: m.client}, tc.API, tc.Model, engineName)
+	if client == nil {
+		client = http.DefaultClient // never used: a target with a setupErr does not start
+	}
+	t.secrets = tc.Secrets()
+	t.prober = probe.NewProber(probe.Endpoint{BaseURL: tc.URL, APIKey: key, Secrets: t.secrets, Client: client}, tc.API, tc.Model, engineName)
 	for _, s := range cfg.Scenarios {
 		m.probes.Init(tc.Name, s.Name)
 	}
@@ -211,9 +254,7 @@ func (t *target) keyChanged() bool {
 // metricsKey is the API key for the engine's metrics page: sent only where
 // that page is on the target's own host, never to another.
 func (t *target) metricsKey() string {
-	a, errA := url.Parse(t.cfg.URL)
-	b, errB := url.Parse(t.cfg.MetricsURL)
-	if errA != nil || errB != nil || a.Scheme != b.Scheme || a.Host != b.Host {
+	if !sameHost(t.cfg.URL, t.cfg.MetricsURL) {
 		return ""
 	}
 	return t.apiKey
@@ -222,8 +263,8 @@ func (t *target) metricsKey() string {
 func (t *target) start(parent context.Context) {
 	ctx, cancel := context.WithCancel(parent)
 	t.cancel = cancel
-	if t.keyErr != nil {
-		t.m.logger.Error("target disabled", "target", t.cfg.Name, "err", t.keyErr)
+	if t.setupErr != nil {
+		t.m.logger.Error("target disabled", "target", t.cfg.Name, "err", t.setupErr)
 		return
 	}
 	if t.cfg.Engine != "none" {
@@ -237,6 +278,10 @@ func (t *target) stop() {
 		t.cancel()
 	}
 	t.wg.Wait()
+	if t.client != nil {
+		t.client.CloseIdleConnections()
+		t.metrics.CloseIdleConnections()
+	}
 }
 
 func (t *target) status() collector.TargetStatus {
@@ -250,8 +295,8 @@ func (t *target) status() collector.TargetStatus {
 func (t *target) scrape(ctx context.Context) (engine.Load, bool) {
 	ctx, cancel := context.WithTimeout(ctx, t.scrapeTO)
 	defer cancel()
-	l, err := engine.Scrape(ctx, t.m.client, t.cfg.MetricsURL, t.metricsKey(), t.cfg.Engine)
-	err = secret.Error(err, t.apiKey)
+	l, err := engine.Scrape(ctx, t.metrics, t.cfg.MetricsURL, t.metricsKey(), t.cfg.Engine)
+	err = secret.Error(err, t.secrets...)
 	if err != nil && errors.Is(ctx.Err(), context.Canceled) {
 		return engine.Load{}, false // cut short by shutdown or reload: no news about the target
 	}

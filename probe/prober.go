@@ -9,8 +9,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/headroom-dev/headroom/internal/secret"
 )
 
 // Scenario is what one probe asks for.
@@ -175,12 +173,12 @@ type Prepared struct {
 func (p *Prober) Prepare(ctx context.Context, sc Scenario) *Prepared {
 	if p.Model() == "" {
 		if err := p.Resolve(ctx); err != nil {
-			return &Prepared{err: fail(Result{}, classifyCtx(ctx, ConnectError), secret.Error(err, p.ep.APIKey))}
+			return &Prepared{err: fail(Result{}, classifyCtx(ctx, ConnectError), p.ep.redact(err))}
 		}
 	}
 	s := p.sizer(ctx, sc)
 	if ctx.Err() != nil {
-		return &Prepared{err: fail(Result{}, classifyCtx(ctx, ConnectError), secret.Error(fmt.Errorf("size the prompt: %w", context.Cause(ctx)), p.ep.APIKey))}
+		return &Prepared{err: fail(Result{}, classifyCtx(ctx, ConnectError), p.ep.redact(fmt.Errorf("size the prompt: %w", context.Cause(ctx))))}
 	}
 	words := s.Words()
 	nonce := ""
@@ -217,7 +215,7 @@ func (pr *Prepared) Failed() (Result, bool) {
 // another context. Errors come back with the API key redacted.
 func (p *Prober) Send(ctx context.Context, pr *Prepared) Result {
 	res := p.send(ctx, pr)
-	res.Err = secret.Error(res.Err, p.ep.APIKey)
+	res.Err = p.ep.redact(res.Err)
 	return res
 }
 

@@ -53,11 +53,19 @@ const maxErrorBody = 256
 // maxLine bounds one SSE line; a chunk carrying a whole 256K-token echo stays under it.
 const maxLine = 16 << 20
 
-// Endpoint is where and how to reach a server. The API key is sent, never printed.
+// Endpoint is where and how to reach a server. The API key is sent, never
+// printed; Secrets are the other credentials its Client sends (from an
+// http_client_config), masked in errors as the key is.
 type Endpoint struct {
 	BaseURL string
 	APIKey  string
+	Secrets []string
 	Client  *http.Client
+}
+
+// redact masks the endpoint's credentials in err.
+func (ep Endpoint) redact(err error) error {
+	return secret.Error(err, append([]string{ep.APIKey}, ep.Secrets...)...)
 }
 
 // Request is one completion to stream.
@@ -179,7 +187,7 @@ func Run(ctx context.Context, ep Endpoint, q Request) Result {
 // send streams an encoded request body to the API's path and measures it.
 // Its error never carries the API key, even where the server echoed it.
 func send(ctx context.Context, ep Endpoint, api string, body []byte, maxTokens int) (res Result) {
-	defer func() { res.Err = secret.Error(res.Err, ep.APIKey) }()
+	defer func() { res.Err = ep.redact(res.Err) }()
 	url := strings.TrimRight(ep.BaseURL, "/") + Path(api)
 	var setupStart time.Time
 	// WroteRequest fires on the transport's writer goroutine, which may still

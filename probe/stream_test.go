@@ -294,3 +294,25 @@ func FuzzReadStream(f *testing.F) {
 		}
 	})
 }
+
+// Credentials from an http_client_config are masked like the API key, even
+// echoed bare, with no auth scheme before them.
+func TestRunRedactsEndpointSecrets(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, "unknown credential "+strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "), http.StatusUnauthorized)
+	}))
+	defer srv.Close()
+	client := srv.Client()
+	client.Transport = roundTripper(func(r *http.Request) (*http.Response, error) {
+		r.Header.Set("Authorization", "Bearer raw-cred-0987")
+		return http.DefaultTransport.RoundTrip(r)
+	})
+	r := Run(t.Context(), Endpoint{BaseURL: srv.URL, Secrets: []string{"raw-cred-0987"}, Client: client}, Request{API: "chat", Model: "m", Prompt: "hi", MaxTokens: 4})
+	if r.Outcome != HTTPError || r.Err == nil || strings.Contains(r.Err.Error(), "raw-cred") || !strings.Contains(r.Err.Error(), "<secret>") {
+		t.Fatalf("outcome %s, error %v: want http_error with the credential masked", r.Outcome, r.Err)
+	}
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

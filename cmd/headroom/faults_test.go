@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"net/http"
@@ -261,5 +262,52 @@ func TestTargetsSharingAServer(t *testing.T) {
 	waitFor(t, "six probes", func() bool { return done.Load() >= 6 })
 	if m := most.Load(); m != 1 {
 		t.Errorf("%d probes of one server in flight at once, want 1", m)
+	}
+}
+
+// A TLS target is reached through its http_client_config (Prometheus's): a
+// CA file to trust its certificate and an authorization credentials_file;
+// without the CA, the probe fails as a connect_error saying why.
+func TestTLSTargetWithHTTPClientConfig(t *testing.T) {
+	sim := tinySimHandler(t)
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "Bearer sk-from-credentials-file" {
+			http.Error(w, "bad key", http.StatusUnauthorized)
+			return
+		}
+		sim.ServeHTTP(w, r)
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	for name, b := range map[string][]byte{"ca.pem": ca, "key": []byte("sk-from-credentials-file\n")} {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := fmt.Sprintf(`targets:
+  - name: trusted
+    url: %[1]q
+    http_client_config: {tls_config: {ca_file: ca.pem}, authorization: {credentials_file: key}}
+  - name: untrusted
+    url: %[1]q
+    http_client_config: {authorization: {credentials_file: key}}
+probe_budget: 0.5
+power: {source: none}
+scenarios: [{name: s, input_tokens: 512, output_tokens: 16, interval: 1s}]
+use_cases: [{name: u, scenario: s, ttft_max: 1s}]
+`, srv.URL)
+	file := filepath.Join(dir, "headroom.yml")
+	if err := os.WriteFile(file, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	base, logs := startDaemon(t, file)
+	waitFor(t, "a probe of each", func() bool {
+		m := scrape(t, base)
+		return m["headroom_probes_total{result=success,scenario=s,target=trusted}"] >= 1 &&
+			m["headroom_probes_total{result=connect_error,scenario=s,target=untrusted}"] >= 1 && m["headroom_target_up{target=trusted}"] == 1
+	})
+	if !strings.Contains(logs.String(), "certificate signed by unknown authority") {
+		t.Error("the untrusted target's log line does not say why it failed")
 	}
 }

@@ -164,7 +164,7 @@ type target struct {
 	// client reaches the target's API, metrics its engine metrics page:
 	// the same client on the same host, one without credentials elsewhere.
 	client, metrics *http.Client
-	prober    *probe.Prober
+	prober          *probe.Prober
 	// sem is the global in-flight cap this loop was started under: a reload
 	// that replaces the monitor's releases nothing into the wrong channel.
 	sem *semaphore.Weighted

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -223,6 +224,19 @@ func TestCheckConfig(t *testing.T) {
 	}
 	if code := run([]string{"check-config", bad}); code != 1 {
 		t.Errorf("check-config on a bad file exited %d, want 1", code)
+	}
+	// A FIFO named as a seed is refused at once; opening it would block
+	// check-config until some writer came.
+	fifo := filepath.Join(dir, "seed.json")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	seeded := filepath.Join(dir, "seeded.yml")
+	if err := os.WriteFile(seeded, []byte("targets:\n  - {name: a, url: 'http://h', capacity_seed: seed.json}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if code := run([]string{"check-config", seeded}); code != 1 {
+		t.Errorf("check-config with a FIFO as capacity_seed exited %d, want 1", code)
 	}
 	t.Setenv("VLLM_A_KEY", "sk-a") // good.yml's target reads its key from there
 	if code := run([]string{"check-config", "../../config/testdata/good.yml"}); code != 0 {

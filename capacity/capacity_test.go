@@ -459,3 +459,51 @@ func TestEstimateJSONWithNonFiniteValues(t *testing.T) {
 		t.Errorf("encoded %s", b)
 	}
 }
+
+// A breached margin and a capacity above the load now would say "no request
+// more fits" and "N more fit" at once (seen on a real server: margin -0.41,
+// ratio 0.88). Whenever the margin is breached, the capacity is at most
+// the load, and free and ratio are not positive.
+func TestBreachedMarginCapsCapacity(t *testing.T) {
+	steady := linear(200, 3, 0.2, 0.29, 0.01, 0.001)
+	// Three lone probes, too few for a steady curve, all slow; and bursts
+	// that give a burst capacity of several requests.
+	var mixed []Point
+	for i := range 3 {
+		mixed = append(mixed, Point{Time: t0.Add(time.Duration(i) * time.Minute), Load: 2, InFlight: 2, TTFT: 3, ITL: 0.02, Decode: 50})
+	}
+	for n := 1; n <= 8; n++ {
+		for range n {
+			mixed = append(mixed, Point{Time: t0.Add(time.Duration(10+n) * time.Minute), Load: float64(n), InFlight: float64(n), Burst: max(n, 2),
+				TTFT: 0.2 * float64(n), ITL: 0.02, Decode: 50})
+		}
+	}
+	breaches := 0
+	for _, data := range []struct {
+		name   string
+		points []Point
+	}{{"steady", steady}, {"few lone probes beside bursts", mixed}} {
+		for _, ttft := range []float64{0.8, 1.5, 2.5, 4} {
+			for _, stat := range []string{"mean", "p90"} {
+				for load := 1.0; load <= 10; load++ {
+					e := Evaluate("a", UseCase{Name: "c", Statistic: stat, TTFTMax: ttft}, data.points, load)
+					if !(e.Margin < 0) {
+						continue
+					}
+					breaches++
+					if e.Capacity > load || e.Free > 0 || e.Ratio > 0 {
+						t.Errorf("%s, %s TTFT <= %g at load %g: margin %.2f beside capacity %.2f, free %.2f, ratio %.2f",
+							data.name, stat, ttft, load, e.Margin, e.Capacity, e.Free, e.Ratio)
+					}
+				}
+			}
+		}
+	}
+	if breaches < 20 {
+		t.Errorf("only %d breached evaluations: the test exercises too little", breaches)
+	}
+	// The guard's case: the window's statistic breached, a burst capacity above the load.
+	if e := Evaluate("a", UseCase{Name: "c", Statistic: "mean", TTFTMax: 1.5}, mixed, 2); e.Capacity != 2 || !strings.Contains(e.Why, "capacity held at the load") {
+		t.Errorf("few lone probes, all slow, beside bursts: capacity %.2f (%s), want 2, held at the load", e.Capacity, e.Why)
+	}
+}

@@ -211,10 +211,10 @@ func (r *Report) Save(path string) error {
 // cell's concurrency. They seed `headroom serve` (targets[].capacity_seed).
 func (r *Report) Points(context, output int) []capacity.Point {
 	var out []capacity.Point
-	for _, c := range r.ladder("closed", context, output) {
+	for i, c := range r.ladder("closed", context, output) {
 		for _, q := range c.Requests {
 			n := float64(c.Concurrency)
-			out = append(out, capacity.Point{Load: n, InFlight: n, TTFT: q.TTFT, E2E: q.E2E, ITL: q.ITL, Decode: q.Decode, Burst: c.Concurrency})
+			out = append(out, capacity.Point{Load: n, InFlight: n, TTFT: q.TTFT, E2E: q.E2E, ITL: q.ITL, Decode: q.Decode, Burst: c.Concurrency, Cell: i + 1})
 		}
 	}
 	return out

@@ -507,3 +507,34 @@ func TestBreachedMarginCapsCapacity(t *testing.T) {
 		t.Errorf("few lone probes, all slow, beside bursts: capacity %.2f (%s), want 2, held at the load", e.Capacity, e.Why)
 	}
 }
+
+// A bench seed keeps each cell's identity: every request of a closed-loop
+// cell decoded amid its full concurrency and counts for decode and ITL, not
+// only the one that got its first token last, as of a burst.
+func TestSeedCellsKeepEveryRequest(t *testing.T) {
+	var seed []Point
+	want := map[int]int{} // concurrency -> requests
+	for cell, n := range []int{1, 2, 4, 8} {
+		for i := range 2 * n {
+			itl := 0.01 + 0.004*float64(n) + 0.0001*float64(i)
+			seed = append(seed, Point{Load: float64(n), InFlight: float64(n), TTFT: 0.2 * float64(n), ITL: itl, Decode: 1 / itl, Burst: n, Cell: cell + 1})
+		}
+		want[n] = 2 * n
+	}
+	e := Seeded("a", UseCase{Name: "c", Statistic: "mean", DecodeMin: 30, ITLMax: 0.05}, nil, seed, 1)
+	if e.Seed != len(seed) || math.IsNaN(e.Capacity) {
+		t.Fatalf("seeded estimate: %d seed points, capacity %v (%s)", e.Seed, e.Capacity, e.Why)
+	}
+	for _, s := range e.SLOs {
+		used := 0
+		for _, k := range s.BurstCurve {
+			used += k.N
+			if k.N != want[int(k.Load)] {
+				t.Errorf("%s: the cell at %g requests counts %d of its %d requests", s.Name, k.Load, k.N, want[int(k.Load)])
+			}
+		}
+		if used != len(seed) {
+			t.Errorf("%s: %d of %d seed requests used", s.Name, used, len(seed))
+		}
+	}
+}

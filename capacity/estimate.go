@@ -60,6 +60,12 @@ type Estimate struct {
 	Ratio          float64 `json:"ratio"`
 	Margin         float64 `json:"margin"` // smallest SLO margin over the window; < 0: breached
 	Samples        int     `json:"samples"`
+	// SamplesNeeded is how many lone probes the window needs before a
+	// steady estimate, NextProbe when the scenario is next probed (set by
+	// the daemon; zero when not known): how far the use case is from an
+	// estimate.
+	SamplesNeeded int       `json:"samples_needed"`
+	NextProbe     time.Time `json:"next_probe,omitzero"`
 	// Seed counts the bench points the estimate also rests on; 0: probes alone.
 	Seed   int     `json:"seed_points,omitempty"`
 	Why    string  `json:"why,omitempty"`
@@ -106,7 +112,7 @@ func metric(name string) (value func(Point) float64, increasing bool) {
 func Evaluate(target string, u UseCase, points []Point, load float64) Estimate {
 	e := Estimate{Target: target, UseCase: u.Name, Scenario: u.Scenario, Capacity: math.NaN(),
 		SteadyCapacity: math.NaN(), BurstCapacity: math.NaN(), Load: load,
-		Free: math.NaN(), Ratio: math.NaN(), Margin: math.NaN(), Samples: len(points), Points: points}
+		Free: math.NaN(), Ratio: math.NaN(), Margin: math.NaN(), Samples: len(points), SamplesNeeded: MinSamples, Points: points}
 	e.SLOs = u.SLOs()
 	if len(points) == 0 {
 		e.Why = "no successful probe in the window"
@@ -237,6 +243,8 @@ func placed(slos []SLO) float64 {
 // report's 1024-token requests mostly do. The others decoded their few
 // tokens between the later ones' prefill chunks, slower than any report
 // measured at that concurrency. A burst's probes share its Time and level.
+// A bench cell's requests (Cell > 0) ran in a closed loop that kept its
+// concurrency: every one of them is kept.
 func settled(together []Point) []Point {
 	type key struct {
 		at    time.Time
@@ -245,7 +253,7 @@ func settled(together []Point) []Point {
 	last := map[key]int{}
 	var out []Point
 	for i, p := range together {
-		if p.Burst < 2 {
+		if p.Burst < 2 || p.Cell > 0 {
 			out = append(out, p)
 			continue
 		}

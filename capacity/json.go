@@ -3,6 +3,7 @@ package capacity
 import (
 	"encoding/json"
 	"math"
+	"time"
 )
 
 // num writes NaN and infinities as null: JSON has no such numbers.
@@ -54,11 +55,16 @@ func (e Estimate) MarshalJSON() ([]byte, error) {
 		Decode   num    `json:"decode_tps"`
 		Burst    int    `json:"burst,omitempty"`
 		Level    num    `json:"level,omitempty"`
+		Cell     int    `json:"cell,omitempty"`
 	}, len(e.Points))
 	for i, p := range e.Points {
 		pts[i].Time = p.Time.UTC().Format("2006-01-02T15:04:05.000Z07:00")
 		pts[i].Load, pts[i].InFlight, pts[i].TTFT, pts[i].E2E, pts[i].ITL, pts[i].Decode = num(p.Load), num(p.InFlight), num(p.TTFT), num(p.E2E), num(p.ITL), num(p.Decode)
-		pts[i].Burst, pts[i].Level = p.Burst, num(p.Level)
+		pts[i].Burst, pts[i].Level, pts[i].Cell = p.Burst, num(p.Level), p.Cell
+	}
+	next := ""
+	if !e.NextProbe.IsZero() {
+		next = e.NextProbe.UTC().Format(time.RFC3339)
 	}
 	return json.Marshal(struct {
 		Target   string `json:"target"`
@@ -72,9 +78,11 @@ func (e Estimate) MarshalJSON() ([]byte, error) {
 		Ratio    num    `json:"ratio"`
 		Margin   num    `json:"margin"`
 		Samples  int    `json:"samples"`
+		Needed   int    `json:"samples_needed"`
+		Next     string `json:"next_probe,omitempty"`
 		Seed     int    `json:"seed_points,omitempty"`
 		Why      string `json:"why,omitempty"`
 		SLOs     []SLO  `json:"slos"`
 		Points   any    `json:"points"`
-	}{e.Target, e.UseCase, e.Scenario, num(e.Capacity), num(e.SteadyCapacity), num(e.BurstCapacity), num(e.Load), num(e.Free), num(e.Ratio), num(e.Margin), e.Samples, e.Seed, e.Why, e.SLOs, pts})
+	}{e.Target, e.UseCase, e.Scenario, num(e.Capacity), num(e.SteadyCapacity), num(e.BurstCapacity), num(e.Load), num(e.Free), num(e.Ratio), num(e.Margin), e.Samples, e.SamplesNeeded, next, e.Seed, e.Why, e.SLOs, pts})
 }

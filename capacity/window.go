@@ -30,6 +30,10 @@ type Point struct {
 	// competed with for prefill, itself included (monitor.BurstLevel); 0
 	// where not known (a level counts the probe, so it is at least 1).
 	Level float64 `json:"level,omitempty"`
+	// Cell is the bench cell (from 1) a seed point was measured in; 0 for a
+	// probe. A closed-loop cell's requests all decoded amid its full
+	// concurrency, so each counts for decode and ITL (settled).
+	Cell int `json:"cell,omitempty"`
 }
 
 // MaxPoints bounds each series whatever the uptime: at the shortest interval

@@ -2,6 +2,7 @@ package collector
 
 import (
 	"math"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -13,6 +14,8 @@ type TargetStatus struct {
 	Name, Model, Engine, URL string
 	Up                       bool
 	Load                     engine.Load
+	// Next is each scenario's next probe time, at the earliest.
+	Next map[string]time.Time
 }
 
 // Targets exports what each target's engine says about itself. It is a custom

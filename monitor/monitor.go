@@ -177,6 +177,7 @@ type target struct {
 	load     engine.Load
 	up       bool
 	lastErr  string
+	next     map[string]time.Time // scenario -> its next probe, at the earliest
 	inFlight map[*loadAcc]bool    // the probes running now
 	prefills map[*prefillLog]bool // the prefill counter as read while they run
 }
@@ -287,7 +288,11 @@ func (t *target) stop() {
 func (t *target) status() collector.TargetStatus {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return collector.TargetStatus{Name: t.cfg.Name, Model: t.prober.Model(), Engine: t.load.Engine, URL: t.cfg.URL, Up: t.up, Load: t.load}
+	next := make(map[string]time.Time, len(t.next))
+	for k, v := range t.next {
+		next[k] = v
+	}
+	return collector.TargetStatus{Name: t.cfg.Name, Model: t.prober.Model(), Engine: t.load.Engine, URL: t.cfg.URL, Up: t.up, Load: t.load, Next: next}
 }
 
 // scrape reads the engine's metrics once, updates the target's state and logs
@@ -358,6 +363,7 @@ func (t *target) probeLoop(ctx context.Context) {
 	}()
 	burst := false // a burst never follows a burst: the schedule's own probes keep their turn
 	for {
+		t.publish(sched, names)
 		name, at := sched.Next()
 		if !sleepUntil(ctx, at) {
 			return
@@ -380,6 +386,16 @@ func (t *target) probeLoop(ctx context.Context) {
 			sched.Done(name, start, start.Add(busy))
 		}
 		t.m.probes.AddBusy(t.cfg.Name, busy)
+	}
+}
+
+// publish records each scenario's next probe time, for /api/v1/status.
+func (t *target) publish(sched *Schedule, names []string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.next = make(map[string]time.Time, len(names))
+	for _, n := range names {
+		t.next[n] = sched.Due(n)
 	}
 }
 

@@ -68,3 +68,12 @@ func (s *Schedule) Charge(start time.Time, busy time.Duration) {
 
 // Ready is when the budget next allows a probe.
 func (s *Schedule) Ready() time.Time { return s.ready }
+
+// Due is when the scenario is next probed at the earliest: its due time or,
+// if later, when the budget allows.
+func (s *Schedule) Due(name string) time.Time {
+	if s.due[name].Before(s.ready) {
+		return s.ready
+	}
+	return s.due[name]
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -178,5 +179,45 @@ func TestReloadRotatesKey(t *testing.T) {
 	waitFor(t, "a probe with the rotated key", func() bool { return ok("success") > before })
 	if strings.Contains(logs.String(), "sk-one") || strings.Contains(logs.String(), "sk-two") {
 		t.Error("a key is in the log")
+	}
+}
+
+// /api/v1/status says how far each use case is from an estimate: samples so
+// far and needed, and when its scenario is next probed.
+func TestStatusShowsProgress(t *testing.T) {
+	t.Setenv("HEADROOM_TEST_API_KEY", "sk-test")
+	srv := startTinySim(t, 1000)
+	file := filepath.Join(t.TempDir(), "headroom.yml")
+	if err := os.WriteFile(file, []byte(testConfig(srv.URL, "s")), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	base, _ := startDaemon(t, file)
+	waitFor(t, "a probe", func() bool {
+		return scrape(t, base)["headroom_probes_total{result=success,scenario=s,target=sim}"] >= 1
+	})
+	var status struct {
+		Estimates []struct {
+			UseCase       string `json:"use_case"`
+			Samples       int    `json:"samples"`
+			SamplesNeeded int    `json:"samples_needed"`
+			NextProbe     string `json:"next_probe"`
+		} `json:"estimates"`
+	}
+	resp, err := http.Get(base + "/api/v1/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(&status); err != nil {
+		t.Fatal(err)
+	}
+	if len(status.Estimates) != 1 {
+		t.Fatalf("%d estimates, want 1", len(status.Estimates))
+	}
+	e := status.Estimates[0]
+	next, err := time.Parse(time.RFC3339, e.NextProbe)
+	if e.Samples < 1 || e.SamplesNeeded != 8 || err != nil || next.Before(start.Truncate(time.Second)) {
+		t.Errorf("progress: %d samples of %d needed, next probe %q (%v); want at least 1 of 8 and a time after the start", e.Samples, e.SamplesNeeded, e.NextProbe, err)
 	}
 }

@@ -348,12 +348,14 @@ func (d *daemon) estimates() []capacity.Estimate {
 	cfg, seeds := d.state()
 	now := time.Now()
 	loads := map[string]float64{}
+	next := map[string]map[string]time.Time{}
 	for _, s := range d.mon.Status() {
 		l := math.NaN()
 		if s.Up {
 			l = s.Load.InFlight()
 		}
 		loads[s.Name] = l
+		next[s.Name] = s.Next
 	}
 	var out []capacity.Estimate
 	for _, t := range cfg.Targets {
@@ -362,7 +364,9 @@ func (d *daemon) estimates() []capacity.Estimate {
 			load = math.NaN()
 		}
 		for _, u := range cfg.UseCases {
-			out = append(out, d.estimate(seeds, t.Name, u, load, now))
+			e := d.estimate(seeds, t.Name, u, load, now)
+			e.NextProbe = next[t.Name][u.Scenario]
+			out = append(out, e)
 		}
 	}
 	return out

@@ -17,6 +17,7 @@ import (
 	"github.com/headroom-dev/headroom/config"
 	"github.com/headroom-dev/headroom/engine"
 	"github.com/headroom-dev/headroom/internal/golden"
+	"github.com/headroom-dev/headroom/internal/scripted"
 	"github.com/headroom-dev/headroom/probe"
 	"github.com/headroom-dev/headroom/sim"
 )
@@ -322,6 +323,38 @@ func TestReproducesReport000(t *testing.T) {
 		t.Logf("%-17s report %4.0f  bench %s", u.Name, u.Capacity, l)
 		if !sim.CapacityWithin(l.Capacity, u.Capacity, u.Capped, l.Capped) {
 			t.Errorf("%s: bench capacity %s, report %.0f: outside 15%% or 1 request", u.Name, l, u.Capacity)
+		}
+	}
+}
+
+// Against a llama.cpp-shaped server (/tokenize counts content only and
+// answers a chat body with no tokens; long prompts are refused), with the
+// engine found automatically, every request of the sweep is a success at
+// its context within 1%: the first sweep on a real llama.cpp sent 262K-token
+// prompts for 2,000-token cells.
+func TestSweepOnLlamaCppSizesPrompts(t *testing.T) {
+	p, err := sim.LookupProfile("tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := sim.NewServer(p, 10, "vllm")
+	go s.Run(t.Context())
+	ts := httptest.NewServer(scripted.LlamaCpp(s.Handler(), 16384))
+	defer ts.Close()
+	plan := Plan{Contexts: []int{2000, 8000}, Concurrency: []int{1, 4}, Output: 16, Warmup: 1,
+		UseCases: []UseCase{{Name: "u", Context: 2000, Output: 16, Statistic: "mean", TTFTMax: 10}}}
+	rep := newReport(plan)
+	if err := newRunner(ts.URL).Run(t.Context(), rep); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range rep.Cells {
+		if c.SuccessRate != 1 {
+			t.Errorf("%s: success %.2f, failures %v %v", c.Key, c.SuccessRate, c.Failures, c.Errors)
+		}
+		for _, q := range c.Requests {
+			if d := math.Abs(float64(q.PromptTokens - c.Context)); d > max(0.01*float64(c.Context), 4) {
+				t.Errorf("%s: a prompt of %d tokens", c.Key, q.PromptTokens)
+			}
 		}
 	}
 }

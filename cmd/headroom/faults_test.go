@@ -100,6 +100,7 @@ func TestFaultyTargets(t *testing.T) {
 			fmt.Fprint(w, "vllm:num_requests_running 1\nvllm:num_requests_running 5\n")
 		}), "", "duplicate series"},
 		{"stall-models", withPath(tinySimHandler(t), "/v1/models", stall), "timeout", "stage=prepare"},
+		{"stall-tokenize", withPath(tinySimHandler(t), "/tokenize", stall), "timeout", "stage=prepare"},
 		{"stall-stream", fakeServer(stall), "timeout", "context deadline exceeded"},
 		{"echo-key", fakeServer(func(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, `{"error":"bad key: `+r.Header.Get("Authorization")+`"}`, http.StatusUnauthorized)
@@ -129,10 +130,7 @@ func TestFaultyTargets(t *testing.T) {
 	cfg.WriteString("max_in_flight: 2\nprobe_budget: 0.5\nengine_scrape_interval: 200ms\n" +
 		"scenarios:\n  - {name: s, input_tokens: 512, output_tokens: 64, interval: 1s, timeout: 2s}\n" +
 		"use_cases:\n  - {name: u, scenario: s, ttft_max: 1s}\n")
-	file := filepath.Join(t.TempDir(), "headroom.yml")
-	if err := os.WriteFile(file, []byte(cfg.String()), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	file := writeConfig(t, "", cfg.String())
 	start := time.Now()
 	base, logs := startDaemon(t, file)
 	t.Cleanup(func() {
@@ -168,9 +166,12 @@ func TestFaultyTargets(t *testing.T) {
 	time.Sleep(time.Until(start.Add(6 * time.Second)))
 	m := scrape(t, base)
 	elapsed := time.Since(start)
+	// Each success records one sample, no failure any: a fault that
+	// recovers (a stalled /tokenize leaves sizing to usage counts) has as
+	// many samples as successes, the others none.
 	for _, f := range faults {
-		if f.result != "" && samples(m, f.name) != 0 {
-			t.Errorf("%s: %v latency samples, want none", f.name, samples(m, f.name))
+		if got, want := samples(m, f.name), probes(m, f.name, "success"); got != want {
+			t.Errorf("%s: %v latency samples for %v successful probes", f.name, got, want)
 		}
 	}
 	// Every probe of the llama.cpp-shaped server is a success, its prompt
@@ -254,10 +255,7 @@ func TestTargetsSharingAServer(t *testing.T) {
 	cfg := fmt.Sprintf("targets:\n  - {name: chat, url: %q, api: chat}\n  - {name: text, url: %q, api: completions}\n"+
 		"probe_budget: 0.9\npower: {source: none}\nscenarios: [{name: s, input_tokens: 512, output_tokens: 8, interval: 1s}]\n"+
 		"use_cases: [{name: u, scenario: s, ttft_max: 1s}]\n", srv.URL, srv.URL)
-	file := filepath.Join(t.TempDir(), "headroom.yml")
-	if err := os.WriteFile(file, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	file := writeConfig(t, "", cfg)
 	startDaemon(t, file)
 	waitFor(t, "six probes", func() bool { return done.Load() >= 6 })
 	if m := most.Load(); m != 1 {
@@ -297,10 +295,7 @@ power: {source: none}
 scenarios: [{name: s, input_tokens: 512, output_tokens: 16, interval: 1s}]
 use_cases: [{name: u, scenario: s, ttft_max: 1s}]
 `, srv.URL)
-	file := filepath.Join(dir, "headroom.yml")
-	if err := os.WriteFile(file, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	file := writeConfig(t, dir, cfg)
 	base, logs := startDaemon(t, file)
 	waitFor(t, "a probe of each", func() bool {
 		m := scrape(t, base)
@@ -309,5 +304,31 @@ use_cases: [{name: u, scenario: s, ttft_max: 1s}]
 	})
 	if !strings.Contains(logs.String(), "certificate signed by unknown authority") {
 		t.Error("the untrusted target's log line does not say why it failed")
+	}
+}
+
+// The API key goes to the engine's metrics page only on the target's own
+// host: a metrics_url elsewhere (a sidecar, a shared exporter) never sees it.
+func TestKeyNotSentToAnotherMetricsHost(t *testing.T) {
+	t.Setenv("HEADROOM_TEST_API_KEY", faultKey)
+	api := httptest.NewServer(tinySimHandler(t))
+	defer api.Close()
+	var sent atomic.Value
+	sent.Store("")
+	metrics := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sent.Store(r.Header.Get("Authorization"))
+		fmt.Fprint(w, metricsPage)
+	}))
+	defer metrics.Close()
+	file := writeConfig(t, "", fmt.Sprintf("targets: [{name: a, url: %q, metrics_url: %q, api_key_env: HEADROOM_TEST_API_KEY}]\n"+
+		"probe_budget: 0.5\npower: {source: none}\nscenarios: [{name: s, input_tokens: 512, output_tokens: 16, interval: 1s}]\n"+
+		"use_cases: [{name: u, scenario: s, ttft_max: 1s}]\n", api.URL, metrics.URL+"/metrics"))
+	base, _ := startDaemon(t, file)
+	waitFor(t, "a probe and a scrape", func() bool {
+		m := scrape(t, base)
+		return m["headroom_probes_total{result=success,scenario=s,target=a}"] >= 1 && m["headroom_target_up{target=a}"] == 1
+	})
+	if got := sent.Load().(string); got != "" {
+		t.Errorf("the metrics host on another port got Authorization %q", got)
 	}
 }

@@ -29,10 +29,7 @@ func TestServePortTaken(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	file := filepath.Join(t.TempDir(), "headroom.yml")
-	if err := os.WriteFile(file, []byte("targets: [{name: a, url: 'http://127.0.0.1:1'}]\npower: {source: none}\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	file := writeConfig(t, "", "targets: [{name: a, url: 'http://127.0.0.1:1'}]\npower: {source: none}\n")
 	done := make(chan int, 1)
 	start := time.Now()
 	go func() {
@@ -52,10 +49,7 @@ func TestServePortTaken(t *testing.T) {
 // Reloads from /-/reload and SIGHUP are applied one at a time, in order: a
 // slow reload cannot finish after, and overwrite, a newer one.
 func TestReloadsAreSerialised(t *testing.T) {
-	file := filepath.Join(t.TempDir(), "headroom.yml")
-	if err := os.WriteFile(file, []byte("targets: []\npower: {source: none}\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	file := writeConfig(t, "", "targets: []\npower: {source: none}\n")
 	var inLoad, most, loads atomic.Int32
 	load := func() (*config.Config, error) {
 		n := inLoad.Add(1)
@@ -115,15 +109,12 @@ func TestReloadKeepsProbeBudget(t *testing.T) {
 		stream(8, 512, 8)(w, r)
 	}))
 	defer srv.Close()
-	file := filepath.Join(t.TempDir(), "headroom.yml")
-	write := func(scenario string) {
-		cfg := fmt.Sprintf("targets: [{name: a, url: %q, engine: none}]\nprobe_budget: 0.1\npower: {source: none}\n"+
-			"scenarios: [{name: %s, input_tokens: 512, output_tokens: 8, interval: 1h}]\nuse_cases: [{name: u, scenario: %s, ttft_max: 1s}]\n", srv.URL, scenario, scenario)
-		if err := os.WriteFile(file, []byte(cfg), 0o600); err != nil {
-			t.Fatal(err)
-		}
+	dir := t.TempDir()
+	write := func(scenario string) string {
+		return writeConfig(t, dir, fmt.Sprintf("targets: [{name: a, url: %q, engine: none}]\nprobe_budget: 0.1\npower: {source: none}\n"+
+			"scenarios: [{name: %s, input_tokens: 512, output_tokens: 8, interval: 1h}]\nuse_cases: [{name: u, scenario: %s, ttft_max: 1s}]\n", srv.URL, scenario, scenario))
 	}
-	write("one")
+	file := write("one")
 	base, _ := startDaemon(t, file)
 	waitFor(t, "the first probe", func() bool {
 		return scrape(t, base)["headroom_probes_total{result=success,scenario=one,target=a}"] == 1
@@ -153,15 +144,12 @@ func TestReloadRotatesKey(t *testing.T) {
 	}))
 	defer srv.Close()
 	dir := t.TempDir()
-	keyFile, file := filepath.Join(dir, "key"), filepath.Join(dir, "headroom.yml")
+	keyFile := filepath.Join(dir, "key")
 	if err := os.WriteFile(keyFile, []byte("sk-one\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cfg := fmt.Sprintf("targets: [{name: a, url: %q, api_key_file: key}]\nprobe_budget: 0.5\npower: {source: none}\n"+
-		"scenarios: [{name: s, input_tokens: 512, output_tokens: 8, interval: 1s}]\nuse_cases: [{name: u, scenario: s, ttft_max: 1s}]\n", srv.URL)
-	if err := os.WriteFile(file, []byte(cfg), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	file := writeConfig(t, dir, fmt.Sprintf("targets: [{name: a, url: %q, api_key_file: key}]\nprobe_budget: 0.5\npower: {source: none}\n"+
+		"scenarios: [{name: s, input_tokens: 512, output_tokens: 8, interval: 1s}]\nuse_cases: [{name: u, scenario: s, ttft_max: 1s}]\n", srv.URL))
 	base, logs := startDaemon(t, file)
 	ok := func(result string) float64 {
 		return scrape(t, base)["headroom_probes_total{result="+result+",scenario=s,target=a}"]
@@ -187,10 +175,7 @@ func TestReloadRotatesKey(t *testing.T) {
 func TestStatusShowsProgress(t *testing.T) {
 	t.Setenv("HEADROOM_TEST_API_KEY", "sk-test")
 	srv := startTinySim(t, 1000)
-	file := filepath.Join(t.TempDir(), "headroom.yml")
-	if err := os.WriteFile(file, []byte(testConfig(srv.URL, "s")), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	file := writeConfig(t, "", testConfig(srv.URL, "s"))
 	start := time.Now()
 	base, _ := startDaemon(t, file)
 	waitFor(t, "a probe", func() bool {

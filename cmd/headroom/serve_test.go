@@ -111,6 +111,20 @@ func scrape(t *testing.T, base string) map[string]float64 {
 	return out
 }
 
+// writeConfig writes a configuration file into dir (a new temporary one
+// for "") and returns its path.
+func writeConfig(t *testing.T, dir, text string) string {
+	t.Helper()
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	file := filepath.Join(dir, "headroom.yml")
+	if err := os.WriteFile(file, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return file
+}
+
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
+	"slices"
 	"sync"
 	"time"
 
@@ -119,6 +120,12 @@ func (m *Monitor) Apply(ctx context.Context, cfg *config.Config) {
 		t := newTarget(m, tc, cfg)
 		m.targets[tc.Name] = t
 		t.start(ctx)
+	}
+	// Every loop of a server that left has stopped: forget its lock.
+	for u := range m.servers {
+		if !slices.ContainsFunc(cfg.Targets, func(t config.Target) bool { return t.MetricsURL == u }) {
+			delete(m.servers, u)
+		}
 	}
 	m.cfg = cfg
 }

@@ -95,7 +95,7 @@ func (p *Prober) sizer(ctx context.Context, sc Scenario) *Sizer {
 	// probes off by more than Tolerance are PromptMismatch, not samples.
 	if c != nil {
 		var count Counter = c
-		if !c.templated && p.api == "chat" {
+		if c.raw && p.api == "chat" {
 			// The fit converges on the count the server will see, template
 			// included: adding it afterwards along the fit's slope misses.
 			if off, err := p.templateOffset(ctx, c, usage); err == nil {
@@ -136,7 +136,7 @@ func (p *Prober) templateOffset(ctx context.Context, c *httpCounter, usage usage
 		return 0, err
 	}
 	off = withTemplate - raw
-	if off < 0 || off > 4096 {
+	if off < 0 || off > maxOverhead {
 		return 0, fmt.Errorf("chat template of %d tokens is not plausible", off)
 	}
 	p.mu.Lock()
@@ -229,8 +229,10 @@ func (p *Prober) send(ctx context.Context, pr *Prepared) Result {
 	if res.Outcome != Success && res.Outcome != ShortOutput {
 		return res
 	}
-	if !res.TokensFromUsage && pr.counter != nil && !pr.counter.templated {
-		// Without a usage chunk, the server's tokenizer counts what was streamed.
+	if !res.TokensFromUsage && pr.counter != nil && pr.counter.raw {
+		// Without a usage chunk, the server's tokenizer counts what was
+		// streamed: one that counts text alone, or the template's tokens
+		// would count as output.
 		if n, err := pr.counter.Count(pctx, res.Text); err == nil && n > 0 {
 			res.CompletionTokens = n
 			if err := consistent(res, pr.sc.OutputTokens, len(res.Text)); err != nil {

@@ -174,3 +174,28 @@ func TestPromptSizingStreamingOnly(t *testing.T) {
 		}
 	}
 }
+
+// Without a usage chunk, the server's tokenizer counts the streamed text,
+// when it counts text alone: two tokens a chunk are 16 tokens, not 8 chunks.
+func TestOutputCountedByTokenizerWithoutUsage(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, `{"data":[{"id":"m"}]}`) })
+	mux.HandleFunc("POST /tokenize", func(w http.ResponseWriter, r *http.Request) { // vLLM's shape, words as tokens
+		var q struct{ Prompt string }
+		_ = json.NewDecoder(r.Body).Decode(&q)
+		fmt.Fprintf(w, `{"count":%d}`, len(strings.Fields(q.Prompt)))
+	})
+	mux.HandleFunc("POST /v1/completions", func(w http.ResponseWriter, _ *http.Request) {
+		for range 8 {
+			fmt.Fprint(w, "data: {\"choices\":[{\"index\":0,\"text\":\"tok tok \",\"finish_reason\":null}]}\n\n")
+		}
+		fmt.Fprint(w, "data: {\"choices\":[{\"index\":0,\"text\":\"\",\"finish_reason\":\"length\"}]}\n\ndata: [DONE]\n\n")
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	p := NewProber(Endpoint{BaseURL: srv.URL, Client: NewClient(false)}, "completions", "", "vllm")
+	r := p.Probe(t.Context(), Scenario{Name: "s", InputTokens: 256, OutputTokens: 16, Timeout: 5 * time.Second})
+	if r.Outcome != Success || r.CompletionTokens != 16 || r.Chunks != 8 {
+		t.Fatalf("outcome %s (%v), %d tokens in %d chunks; want success, 16 tokens in 8", r.Outcome, r.Err, r.CompletionTokens, r.Chunks)
+	}
+}

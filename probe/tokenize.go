@@ -21,7 +21,7 @@ type tokenizeShape struct {
 	name string
 	path string
 	body func(api, model, text string) any
-	// templated: a chat request's count includes the chat template.
+	// templated: the shape wraps the text in the chat template for api.
 	templated func(api string) bool
 }
 
@@ -45,8 +45,10 @@ type httpCounter struct {
 	api   string
 	model string
 	shape tokenizeShape
-	// templated: counts include the chat template (or none applies).
-	templated bool
+	// raw: counts the text alone, no chat template around it. Such a
+	// counter can count a completion's text; for chat prompts the
+	// template's tokens must be added (Prober.templateOffset).
+	raw bool
 }
 
 // postJSON posts a JSON body to the endpoint, with its API key if any. The
@@ -128,7 +130,7 @@ func DetectCounter(ctx context.Context, ep Endpoint, api, model, engine string) 
 		if engine != "auto" && engine != s.name && !(engine == "nim" && s.name == "vllm") {
 			continue
 		}
-		c := &httpCounter{ep: ep, api: api, model: model, shape: s, templated: api != "chat" || s.templated(api)}
+		c := &httpCounter{ep: ep, api: api, model: model, shape: s, raw: !s.templated(api)}
 		a, err := c.Count(ctx, short)
 		if err == nil {
 			var b int

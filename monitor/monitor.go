@@ -47,8 +47,7 @@ type Recorder interface {
 
 // Calibrator chooses calibration bursts (config calibration:): the scenario
 // of a target to probe with n concurrent probes now, given the target's load;
-// n < 2 for none. A Recorder that is also a Calibrator is asked before each
-// probe while calibration is enabled.
+// n < 2 for none. It is asked before each probe while calibration is enabled.
 type Calibrator interface {
 	Burst(target string, load engine.Load, maxBurst int) (scenario string, n int)
 }
@@ -58,6 +57,7 @@ type Monitor struct {
 	logger *slog.Logger
 	probes *collector.Probes
 	rec    Recorder
+	cal    Calibrator // nil: no calibration bursts
 
 	mu      sync.Mutex
 	cfg     *config.Config
@@ -76,9 +76,10 @@ type Monitor struct {
 	ready   map[string]time.Time
 }
 
-// New returns a monitor; call Apply to start probing.
-func New(logger *slog.Logger, probes *collector.Probes, rec Recorder) *Monitor {
-	return &Monitor{logger: logger, probes: probes, rec: rec, targets: map[string]*target{},
+// New returns a monitor that records into rec and asks cal (nil for none)
+// for calibration bursts; call Apply to start probing.
+func New(logger *slog.Logger, probes *collector.Probes, rec Recorder, cal Calibrator) *Monitor {
+	return &Monitor{logger: logger, probes: probes, rec: rec, cal: cal, targets: map[string]*target{},
 		servers: map[string]*semaphore.Weighted{}, ready: map[string]time.Time{}}
 }
 
@@ -408,8 +409,7 @@ func (t *target) publish(sched *Schedule, names []string) {
 
 // wantBurst asks the calibrator, when there is one and calibration is on.
 func (t *target) wantBurst() (string, int) {
-	c, ok := t.m.rec.(Calibrator)
-	if !ok || !t.calib.Enabled || t.cfg.Engine == "none" {
+	if t.m.cal == nil || !t.calib.Enabled || t.cfg.Engine == "none" {
 		return "", 0
 	}
 	t.mu.Lock()
@@ -418,7 +418,7 @@ func (t *target) wantBurst() (string, int) {
 	if !up {
 		return "", 0
 	}
-	return c.Burst(t.cfg.Name, load, t.calib.MaxBurst)
+	return t.m.cal.Burst(t.cfg.Name, load, t.calib.MaxBurst)
 }
 
 // probeN sends n probes of a scenario at once and records them. busy is the

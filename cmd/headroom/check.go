@@ -5,12 +5,13 @@ import (
 	"os"
 
 	"github.com/headroom-dev/headroom/config"
+	"github.com/headroom-dev/headroom/estimator"
 )
 
 func checkConfig(path string) int {
 	c, err := config.Load(path)
 	if err == nil {
-		_, err = loadSeeds(c)
+		_, err = estimator.LoadSeeds(c)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -6,12 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
-	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -28,7 +26,7 @@ import (
 	"github.com/headroom-dev/headroom/capacity"
 	"github.com/headroom-dev/headroom/collector"
 	"github.com/headroom-dev/headroom/config"
-	"github.com/headroom-dev/headroom/engine"
+	"github.com/headroom-dev/headroom/estimator"
 	"github.com/headroom-dev/headroom/monitor"
 	"github.com/headroom-dev/headroom/power"
 )
@@ -86,7 +84,7 @@ type daemon struct {
 	load   func() (*config.Config, error)
 	reg    *prometheus.Registry
 	mon    *monitor.Monitor
-	store  *capacity.Store
+	est    *estimator.Estimator
 
 	reloadOK   prometheus.Gauge
 	reloadTime prometheus.Gauge
@@ -96,10 +94,9 @@ type daemon struct {
 	reloads chan chan error
 	power   power.Swappable
 
-	mu    sync.Mutex
-	cfg   *config.Config
-	seeds seeds
-	ctx   context.Context
+	mu  sync.Mutex
+	cfg *config.Config
+	ctx context.Context
 }
 
 func newDaemon(logger *slog.Logger, load func() (*config.Config, error)) (*daemon, error) {
@@ -107,14 +104,14 @@ func newDaemon(logger *slog.Logger, load func() (*config.Config, error)) (*daemo
 	if err != nil {
 		return nil, err
 	}
-	seeds, err := loadSeeds(cfg)
+	seeds, err := estimator.LoadSeeds(cfg)
 	if err != nil {
 		return nil, err
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		versioncollector.NewCollector("headroom"))
-	d := &daemon{logger: logger, load: load, reg: reg, cfg: cfg, seeds: seeds, reloads: make(chan chan error),
+	d := &daemon{logger: logger, load: load, reg: reg, cfg: cfg, est: estimator.New(cfg, seeds), reloads: make(chan chan error),
 		reloadOK: prometheus.NewGauge(prometheus.GaugeOpts{Name: "headroom_config_last_reload_successful",
 			Help: "Whether the last configuration reload attempt was successful."}),
 		reloadTime: prometheus.NewGauge(prometheus.GaugeOpts{Name: "headroom_config_last_reload_success_timestamp_seconds",
@@ -123,10 +120,9 @@ func newDaemon(logger *slog.Logger, load func() (*config.Config, error)) (*daemo
 	reg.MustRegister(d.reloadOK, d.reloadTime)
 	d.warn(cfg)
 	probes := collector.NewProbes(reg)
-	d.store = capacity.NewStore()
-	d.mon = monitor.New(logger, probes, recorder{d})
+	d.mon = monitor.New(logger, probes, d.est, d.est)
 	d.power.Set(openPower(logger, cfg.Power))
-	reg.MustRegister(collector.NewTargets(d.mon.Status), collector.NewCapacity(d.useCases, d.estimates),
+	reg.MustRegister(collector.NewTargets(d.mon.Status), collector.NewCapacity(d.est.UseCases, d.estimates),
 		collector.NewPower(logger, d.powerSource, func() map[string]string { return gpuTargets(d.config()) }, d.generationTokens))
 	d.reloadOK.Set(1)
 	d.reloadTime.SetToCurrentTime()
@@ -137,9 +133,9 @@ func newDaemon(logger *slog.Logger, load func() (*config.Config, error)) (*daemo
 // Only serve's reload loop calls it while serving, so reloads never overlap.
 func (d *daemon) reload() error {
 	cfg, err := d.load()
-	var seeds seeds
+	var seeds estimator.Seeds
 	if err == nil {
-		seeds, err = loadSeeds(cfg)
+		seeds, err = estimator.LoadSeeds(cfg)
 	}
 	if err != nil {
 		d.reloadOK.Set(0)
@@ -148,18 +144,14 @@ func (d *daemon) reload() error {
 	}
 	d.mu.Lock()
 	old := d.cfg
-	d.cfg, d.seeds = cfg, seeds
+	d.cfg = cfg
 	ctx := d.ctx
 	d.mu.Unlock()
+	d.est.Configure(cfg, seeds)
 	if cfg.Power != old.Power {
 		d.power.Set(openPower(d.logger, cfg.Power))
 	}
 	d.mon.Apply(ctx, cfg)
-	for _, t := range old.Targets {
-		if !slices.ContainsFunc(cfg.Targets, func(n config.Target) bool { return n.Name == t.Name }) {
-			d.store.Forget(t.Name)
-		}
-	}
 	d.reloadOK.Set(1)
 	d.reloadTime.SetToCurrentTime()
 	d.warn(cfg)
@@ -289,87 +281,15 @@ func (d *daemon) serve(ctx context.Context, wf *webFlags, ready func([]net.Addr)
 	return code
 }
 
-// recorder feeds successful probes to the capacity model and chooses
-// calibration bursts from it.
-type recorder struct{ d *daemon }
-
-func (r recorder) Record(s monitor.Sample) {
-	res := s.Result
-	r.d.store.Add(s.Target, s.Scenario, capacity.Point{Time: s.Time, Load: s.Load, InFlight: s.InFlight, TTFT: res.TTFT.Seconds(), E2E: res.E2E.Seconds(),
-		ITL: res.ITL().Seconds(), Decode: res.DecodeTPS(), Burst: s.Burst, Level: s.Level})
-}
-
-// Burst implements monitor.Calibrator: the scenario of the target's use case
-// that wants the largest calibration burst now.
-func (r recorder) Burst(target string, load engine.Load, maxBurst int) (scenario string, n int) {
-	cfg, seeds := r.d.state()
-	now := time.Now()
-	for _, u := range cfg.UseCases {
-		e := r.d.estimate(seeds, target, u, load.InFlight(), now)
-		if k := capacity.Burst(e, load.InFlight(), load.Waiting, maxBurst); k > n {
-			scenario, n = u.Scenario, k
-		}
-	}
-	return scenario, n
-}
-
-func toUseCase(u config.UseCase) capacity.UseCase {
-	return capacity.UseCase{Name: u.Name, Scenario: u.Scenario, Statistic: u.Statistic, Window: u.Window,
-		TTFTMax: u.TTFTMax.Seconds(), E2EMax: u.E2EMax.Seconds(), ITLMax: u.ITLMax.Seconds(), DecodeMin: u.DecodeMinTPS}
-}
-
 func (d *daemon) config() *config.Config {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.cfg
 }
 
-func (d *daemon) useCases() []capacity.UseCase {
-	cfg := d.config()
-	out := make([]capacity.UseCase, len(cfg.UseCases))
-	for i, u := range cfg.UseCases {
-		out[i] = toUseCase(u)
-	}
-	return out
-}
-
-func (d *daemon) state() (*config.Config, seeds) {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.cfg, d.seeds
-}
-
-func (d *daemon) estimate(seeds seeds, target string, u config.UseCase, load float64, now time.Time) capacity.Estimate {
-	return capacity.Seeded(target, toUseCase(u), d.store.Window(target, u.Scenario, now.Add(-u.Window)), seeds[target][u.Scenario], load)
-}
-
-// estimates evaluates every target and use case of the running configuration.
+// estimates evaluates every target and use case of the running configuration now.
 func (d *daemon) estimates() []capacity.Estimate {
-	cfg, seeds := d.state()
-	now := time.Now()
-	loads := map[string]float64{}
-	next := map[string]map[string]time.Time{}
-	for _, s := range d.mon.Status() {
-		l := math.NaN()
-		if s.Up {
-			l = s.Load.InFlight()
-		}
-		loads[s.Name] = l
-		next[s.Name] = s.Next
-	}
-	var out []capacity.Estimate
-	for _, t := range cfg.Targets {
-		load, ok := loads[t.Name]
-		if !ok {
-			load = math.NaN()
-		}
-		for _, u := range cfg.UseCases {
-			e := d.estimate(seeds, t.Name, u, load, now)
-			e.NextProbe = next[t.Name][u.Scenario]
-			out = append(out, e)
-		}
-	}
-	return out
+	return d.est.Estimates(d.mon.Status(), time.Now())
 }
 
 // status encodes into a buffer first: a value JSON cannot carry is a 500

@@ -1,4 +1,4 @@
-package main
+package estimator
 
 import (
 	"errors"
@@ -9,15 +9,15 @@ import (
 	"github.com/headroom-dev/headroom/config"
 )
 
-// seeds are a bench run's points per target and scenario: the capacity
+// Seeds are a bench run's points per target and scenario: the capacity
 // model's prior until probes carry an estimate (targets[].capacity_seed).
-type seeds map[string]map[string][]capacity.Point
+type Seeds map[string]map[string][]capacity.Point
 
-// loadSeeds reads every target's capacity_seed. A seed that cannot be read,
+// LoadSeeds reads every target's capacity_seed. A seed that cannot be read,
 // or that matches no scenario's input and output tokens, is an error: a
 // reload with it keeps the running configuration.
-func loadSeeds(cfg *config.Config) (seeds, error) {
-	out := seeds{}
+func LoadSeeds(cfg *config.Config) (Seeds, error) {
+	out := Seeds{}
 	var errs []error
 	for i, t := range cfg.Targets {
 		if t.CapacitySeed == "" {

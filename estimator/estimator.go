@@ -1,0 +1,117 @@
+// Package estimator keeps every target's probe points and turns them into
+// capacity estimates for the configured use cases. The monitor records
+// into it and asks it for calibration bursts; the collectors and the status
+// API read its estimates.
+package estimator
+
+import (
+	"math"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/headroom-dev/headroom/capacity"
+	"github.com/headroom-dev/headroom/collector"
+	"github.com/headroom-dev/headroom/config"
+	"github.com/headroom-dev/headroom/engine"
+	"github.com/headroom-dev/headroom/monitor"
+)
+
+// Estimator is the capacity model of a running configuration.
+type Estimator struct {
+	store *capacity.Store
+
+	mu    sync.Mutex
+	cfg   *config.Config
+	seeds Seeds
+}
+
+// New returns an estimator for cfg and its bench seeds.
+func New(cfg *config.Config, seeds Seeds) *Estimator {
+	return &Estimator{store: capacity.NewStore(), cfg: cfg, seeds: seeds}
+}
+
+// Configure applies a reloaded configuration; the points of targets it no
+// longer names are forgotten.
+func (e *Estimator) Configure(cfg *config.Config, seeds Seeds) {
+	e.mu.Lock()
+	old := e.cfg
+	e.cfg, e.seeds = cfg, seeds
+	e.mu.Unlock()
+	for _, t := range old.Targets {
+		if !slices.ContainsFunc(cfg.Targets, func(n config.Target) bool { return n.Name == t.Name }) {
+			e.store.Forget(t.Name)
+		}
+	}
+}
+
+func (e *Estimator) state() (*config.Config, Seeds) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.cfg, e.seeds
+}
+
+// Record implements monitor.Recorder: a successful probe becomes a point.
+func (e *Estimator) Record(s monitor.Sample) {
+	res := s.Result
+	e.store.Add(s.Target, s.Scenario, capacity.Point{Time: s.Time, Load: s.Load, InFlight: s.InFlight, TTFT: res.TTFT.Seconds(), E2E: res.E2E.Seconds(),
+		ITL: res.ITL().Seconds(), Decode: res.DecodeTPS(), Burst: s.Burst, Level: s.Level})
+}
+
+// Burst implements monitor.Calibrator: the scenario of the target's use
+// case that wants the largest calibration burst now.
+func (e *Estimator) Burst(target string, load engine.Load, maxBurst int) (scenario string, n int) {
+	cfg, seeds := e.state()
+	now := time.Now()
+	for _, u := range cfg.UseCases {
+		est := e.estimate(seeds, target, u, load.InFlight(), now)
+		if k := capacity.Burst(est, load.InFlight(), load.Waiting, maxBurst); k > n {
+			scenario, n = u.Scenario, k
+		}
+	}
+	return scenario, n
+}
+
+// UseCases are the configured use cases, as the capacity model takes them.
+func (e *Estimator) UseCases() []capacity.UseCase {
+	cfg, _ := e.state()
+	out := make([]capacity.UseCase, len(cfg.UseCases))
+	for i, u := range cfg.UseCases {
+		out[i] = useCase(u)
+	}
+	return out
+}
+
+// Estimates evaluates every target and use case of the configuration at
+// now: each target's load is its engine's reading (NaN while its metrics
+// are down), and each estimate says when its scenario is probed next.
+func (e *Estimator) Estimates(status []collector.TargetStatus, now time.Time) []capacity.Estimate {
+	cfg, seeds := e.state()
+	byName := map[string]collector.TargetStatus{}
+	for _, s := range status {
+		byName[s.Name] = s
+	}
+	var out []capacity.Estimate
+	for _, t := range cfg.Targets {
+		s, ok := byName[t.Name]
+		load := math.NaN()
+		if ok && s.Up {
+			load = s.Load.InFlight()
+		}
+		for _, u := range cfg.UseCases {
+			est := e.estimate(seeds, t.Name, u, load, now)
+			est.NextProbe = s.Next[u.Scenario]
+			out = append(out, est)
+		}
+	}
+	return out
+}
+
+func (e *Estimator) estimate(seeds Seeds, target string, u config.UseCase, load float64, now time.Time) capacity.Estimate {
+	return capacity.Seeded(target, useCase(u), e.store.Window(target, u.Scenario, now.Add(-u.Window)), seeds[target][u.Scenario], load)
+}
+
+func useCase(u config.UseCase) capacity.UseCase {
+	return capacity.UseCase{Name: u.Name, Scenario: u.Scenario, Statistic: u.Statistic, Window: u.Window,
+		TTFTMax: u.TTFTMax.Seconds(), E2EMax: u.E2EMax.Seconds(), ITLMax: u.ITLMax.Seconds(), DecodeMin: u.DecodeMinTPS}
+}

@@ -1,0 +1,49 @@
+package estimator
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/headroom-dev/headroom/collector"
+	"github.com/headroom-dev/headroom/config"
+	"github.com/headroom-dev/headroom/engine"
+	"github.com/headroom-dev/headroom/monitor"
+	"github.com/headroom-dev/headroom/probe"
+)
+
+// Estimates take each target's load from its engine (NaN while it is down)
+// and its scenario's next probe; a reload that drops a target forgets its
+// points.
+func TestEstimatesFollowStatusAndConfig(t *testing.T) {
+	cfg, err := config.Parse([]byte("targets:\n  - {name: a, url: 'http://h'}\n  - {name: b, url: 'http://h2'}\n" +
+		"scenarios: [{name: s, input_tokens: 1024, output_tokens: 16}]\nuse_cases: [{name: u, scenario: s, ttft_max: 1s}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := New(cfg, nil)
+	now := time.Now()
+	for _, target := range []string{"a", "b"} {
+		e.Record(monitor.Sample{Target: target, Scenario: "s", Time: now, Load: 1, InFlight: 1,
+			Result: probe.Result{Outcome: probe.Success, TTFT: time.Second, CompletionTokens: 16, Decode: time.Second}})
+	}
+	next := now.Add(time.Minute)
+	status := []collector.TargetStatus{
+		{Name: "a", Up: true, Load: engine.Load{Running: 2, Waiting: 1}, Next: map[string]time.Time{"s": next}},
+		{Name: "b", Up: false, Load: engine.Load{Running: 9, Waiting: 9}},
+	}
+	got := e.Estimates(status, now)
+	if len(got) != 2 || got[0].Load != 3 || !got[0].NextProbe.Equal(next) || !math.IsNaN(got[1].Load) || got[0].Samples != 1 || got[1].Samples != 1 {
+		t.Fatalf("estimates %+v", got)
+	}
+	only, err := config.Parse([]byte("targets:\n  - {name: a, url: 'http://h'}\n" +
+		"scenarios: [{name: s, input_tokens: 1024, output_tokens: 16}]\nuse_cases: [{name: u, scenario: s, ttft_max: 1s}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Configure(only, nil)
+	e.Configure(cfg, nil) // b back: its old points are gone
+	if got := e.Estimates(status, now); got[1].Samples != 0 || got[0].Samples != 1 {
+		t.Errorf("after b left and came back: %d and %d samples, want 1 and 0", got[0].Samples, got[1].Samples)
+	}
+}

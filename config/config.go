@@ -151,16 +151,9 @@ func clientFiles(h promconfig.HTTPClientConfig) map[string]string {
 			out[path] = file
 		}
 	}
-	if a := h.Authorization; a != nil {
-		add("authorization.credentials_file", a.CredentialsFile)
+	for _, c := range credentials(h) {
+		add(c.path, c.file)
 	}
-	if b := h.BasicAuth; b != nil {
-		add("basic_auth.password_file", b.PasswordFile)
-	}
-	if o := h.OAuth2; o != nil {
-		add("oauth2.client_secret_file", o.ClientSecretFile)
-	}
-	add("bearer_token_file", h.BearerTokenFile)
 	add("tls_config.ca_file", h.TLSConfig.CAFile)
 	add("tls_config.cert_file", h.TLSConfig.CertFile)
 	add("tls_config.key_file", h.TLSConfig.KeyFile)
@@ -344,8 +337,7 @@ func (c *Config) Validate() error {
 		if t.APIKeyFile != "" && t.APIKeyEnv != "" {
 			bad(p, "set api_key_file or api_key_env, not both")
 		}
-		if h := t.HTTPClientConfig; (t.APIKeyFile != "" || t.APIKeyEnv != "") &&
-			(h.Authorization != nil || h.BasicAuth != nil || h.OAuth2 != nil || h.BearerToken != "" || h.BearerTokenFile != "") {
+		if (t.APIKeyFile != "" || t.APIKeyEnv != "") && len(credentials(t.HTTPClientConfig)) > 0 {
 			bad(p+".http_client_config", "sets credentials and so does api_key_file or api_key_env; keep one")
 		}
 		if err := t.HTTPClientConfig.Validate(); err != nil {

@@ -28,34 +28,57 @@ func (t Target) APIKey() (string, error) {
 	return "", nil
 }
 
+// credential is one credential an HTTP client configuration sends: inline,
+// or read from a file, named by its path under http_client_config.
+type credential struct {
+	path   string
+	inline promconfig.Secret
+	file   string
+}
+
+// credentials lists the credentials an http_client_config sets.
+func credentials(h promconfig.HTTPClientConfig) []credential {
+	var out []credential
+	if a := h.Authorization; a != nil {
+		out = append(out, credential{"authorization.credentials_file", a.Credentials, a.CredentialsFile})
+	}
+	if b := h.BasicAuth; b != nil {
+		out = append(out, credential{"basic_auth.password_file", b.Password, b.PasswordFile})
+	}
+	if o := h.OAuth2; o != nil {
+		out = append(out, credential{"oauth2.client_secret_file", o.ClientSecret, o.ClientSecretFile})
+	}
+	if h.BearerToken != "" || h.BearerTokenFile != "" {
+		out = append(out, credential{"bearer_token_file", h.BearerToken, h.BearerTokenFile})
+	}
+	return out
+}
+
+// WithoutCredentials is h with every credential removed: for a page on
+// another host, which gets the TLS and proxy settings but no key.
+func WithoutCredentials(h promconfig.HTTPClientConfig) promconfig.HTTPClientConfig {
+	h.Authorization, h.BasicAuth, h.OAuth2, h.BearerToken, h.BearerTokenFile = nil, nil, nil, "", ""
+	return h
+}
+
 // Secrets lists every credential the target sends, read now, for
 // redaction: the API key and what its http_client_config holds inline or
 // in files. Unreadable files are skipped; check-config reports them.
 func (t Target) Secrets() []string {
 	var out []string
-	add := func(inline promconfig.Secret, file string) {
-		if inline != "" {
-			out = append(out, string(inline))
-		}
-		if file != "" {
-			if b, err := os.ReadFile(file); err == nil && len(strings.TrimSpace(string(b))) > 0 {
-				out = append(out, strings.TrimSpace(string(b)))
-			}
-		}
-	}
 	if k, err := t.APIKey(); err == nil && k != "" {
 		out = append(out, k)
 	}
-	h := t.HTTPClientConfig
-	if a := h.Authorization; a != nil {
-		add(a.Credentials, a.CredentialsFile)
+	for _, c := range credentials(t.HTTPClientConfig) {
+		if c.inline != "" {
+			out = append(out, string(c.inline))
+		}
+		if c.file == "" {
+			continue
+		}
+		if b, err := os.ReadFile(c.file); err == nil && len(strings.TrimSpace(string(b))) > 0 {
+			out = append(out, strings.TrimSpace(string(b)))
+		}
 	}
-	if b := h.BasicAuth; b != nil {
-		add(b.Password, b.PasswordFile)
-	}
-	if o := h.OAuth2; o != nil {
-		add(o.ClientSecret, o.ClientSecretFile)
-	}
-	add(h.BearerToken, h.BearerTokenFile)
 	return out
 }

@@ -166,6 +166,9 @@ type target struct {
 	calib     config.Calibration
 	apiKey    string
 	secrets   []string // every credential it sends, for redaction
+	// localMetrics: the engine's metrics page is on the target's own
+	// scheme and host, and may have its key.
+	localMetrics bool
 	// setupErr: the key or the HTTP client could not be set up; the target
 	// is disabled, loudly, until a reload fixes it.
 	setupErr error
@@ -203,18 +206,16 @@ func (a *loadAcc) add(v float64) {
 // newClients builds a target's HTTP clients from its http_client_config.
 // A metrics page on another host gets the same TLS and proxy settings but
 // none of the credentials, as metricsKey withholds the API key.
-func newClients(tc config.Target) (client, metrics *http.Client, err error) {
+func newClients(tc config.Target, sameHost bool) (client, metrics *http.Client, err error) {
 	opts := []promconfig.HTTPClientOption{promconfig.WithIdleConnTimeout(15 * time.Minute), promconfig.WithUserAgent("headroom/" + version.Version)}
 	client, err = promconfig.NewClientFromConfig(tc.HTTPClientConfig, "headroom", opts...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("target %s: http_client_config: %w", tc.Name, err)
 	}
-	if sameHost(tc.URL, tc.MetricsURL) {
+	if sameHost {
 		return client, client, nil
 	}
-	bare := tc.HTTPClientConfig
-	bare.Authorization, bare.BasicAuth, bare.OAuth2, bare.BearerToken, bare.BearerTokenFile = nil, nil, nil, "", ""
-	metrics, err = promconfig.NewClientFromConfig(bare, "headroom", opts...)
+	metrics, err = promconfig.NewClientFromConfig(config.WithoutCredentials(tc.HTTPClientConfig), "headroom", opts...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("target %s: http_client_config for metrics_url: %w", tc.Name, err)
 	}
@@ -229,13 +230,14 @@ func sameHost(a, b string) bool {
 
 func newTarget(m *Monitor, tc config.Target, cfg *config.Config) *target {
 	key, err := tc.APIKey()
-	client, metrics, cerr := newClients(tc)
+	local := sameHost(tc.URL, tc.MetricsURL)
+	client, metrics, cerr := newClients(tc, local)
 	if err == nil {
 		err = cerr
 	}
 	t := &target{m: m, cfg: tc, scenarios: cfg.Scenarios, budget: cfg.ProbeBudget, scrapeInt: cfg.EngineScrapeInterval,
 		scrapeTO: cfg.EngineScrapeTimeout, sem: m.sem, server: m.servers[tc.MetricsURL],
-		calib: cfg.Calibration, apiKey: key, setupErr: err, client: client, metrics: metrics, inFlight: map[*loadAcc]bool{}, prefills: map[*prefillLog]bool{},
+		calib: cfg.Calibration, apiKey: key, localMetrics: local, setupErr: err, client: client, metrics: metrics, inFlight: map[*loadAcc]bool{}, prefills: map[*prefillLog]bool{},
 		load: engine.Load{Running: math.NaN(), Waiting: math.NaN(), KVUsage: math.NaN()}}
 	engineName := tc.Engine
 	if engineName == "none" {
@@ -263,7 +265,7 @@ func (t *target) keyChanged() bool {
 // metricsKey is the API key for the engine's metrics page: sent only where
 // that page is on the target's own host, never to another.
 func (t *target) metricsKey() string {
-	if !sameHost(t.cfg.URL, t.cfg.MetricsURL) {
+	if !t.localMetrics {
 		return ""
 	}
 	return t.apiKey

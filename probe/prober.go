@@ -212,14 +212,8 @@ func (pr *Prepared) Failed() (Result, bool) {
 // Send streams a prepared probe and measures it. A probe whose prompt the
 // server counted more than Tolerance off the scenario's length is a
 // PromptMismatch: it still corrects the sizing, but its latencies answer to
-// another context. Errors come back with the API key redacted.
+// another context. Errors come back redacted (send and Prepare redact them).
 func (p *Prober) Send(ctx context.Context, pr *Prepared) Result {
-	res := p.send(ctx, pr)
-	res.Err = p.ep.redact(res.Err)
-	return res
-}
-
-func (p *Prober) send(ctx context.Context, pr *Prepared) Result {
 	if pr.body == nil {
 		return pr.err
 	}

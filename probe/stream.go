@@ -283,7 +283,7 @@ func (e *events) next() (data []byte, at time.Time, ok bool) {
 			return nil, time.Time{}, false
 		}
 	}
-	if has && len(e.data) <= maxLine {
+	if has {
 		return e.data, time.Now(), true
 	}
 	return nil, time.Time{}, false

@@ -21,8 +21,8 @@ type tokenizeShape struct {
 	name string
 	path string
 	body func(api, model, text string) any
-	// templated: the shape wraps the text in the chat template for api.
-	templated func(api string) bool
+	// chatTemplate: for api chat, the shape wraps the text in the chat template.
+	chatTemplate bool
 }
 
 // Shapes of the tokenize endpoints, tried in this order by DetectCounter.
@@ -32,13 +32,11 @@ var shapes = []tokenizeShape{
 			return map[string]any{"model": model, "messages": []map[string]string{{"role": "user", "content": text}}}
 		}
 		return map[string]any{"model": model, "prompt": text}
-	}, func(api string) bool { return api == "chat" }},
-	{"sglang", "/v1/tokenize", func(_, model, text string) any { return map[string]any{"model": model, "prompt": text} }, notTemplated},
-	{"llamacpp", "/tokenize", func(_, _, text string) any { return map[string]any{"content": text} }, notTemplated},
-	{"tgi", "/tokenize", func(_, _, text string) any { return map[string]any{"inputs": text} }, notTemplated},
+	}, true},
+	{"sglang", "/v1/tokenize", func(_, model, text string) any { return map[string]any{"model": model, "prompt": text} }, false},
+	{"llamacpp", "/tokenize", func(_, _, text string) any { return map[string]any{"content": text} }, false},
+	{"tgi", "/tokenize", func(_, _, text string) any { return map[string]any{"inputs": text} }, false},
 }
-
-func notTemplated(string) bool { return false }
 
 type httpCounter struct {
 	ep    Endpoint
@@ -130,7 +128,7 @@ func DetectCounter(ctx context.Context, ep Endpoint, api, model, engine string) 
 		if engine != "auto" && engine != s.name && !(engine == "nim" && s.name == "vllm") {
 			continue
 		}
-		c := &httpCounter{ep: ep, api: api, model: model, shape: s, raw: !s.templated(api)}
+		c := &httpCounter{ep: ep, api: api, model: model, shape: s, raw: api != "chat" || !s.chatTemplate}
 		a, err := c.Count(ctx, short)
 		if err == nil {
 			var b int

@@ -13,8 +13,10 @@ import (
 const Mask = "<secret>"
 
 // bearer matches a credential after an auth scheme, whoever's it is: a
-// server may echo a header headroom did not send.
-var bearer = regexp.MustCompile(`(?i)\b(bearer|basic|token)(\s+|%20)[A-Za-z0-9._~+/=:-]{4,}`)
+// server may echo a header headroom did not send. The schemes are spelled
+// as headers spell them and a credential has at least 8 characters, so
+// prose ("the token limit", "basic auth") is left alone.
+var bearer = regexp.MustCompile(`\b(Bearer|bearer|BEARER|Basic|Token)(\s+|%20)[A-Za-z0-9._~+/=:-]{8,}`)
 
 // Redact masks every given secret (empty ones are skipped) and any
 // credential that follows an auth scheme.

@@ -16,6 +16,9 @@ func TestRedact(t *testing.T) {
 		{"authorization=Basic dXNlcjpwYXNz", "authorization=Basic <secret>"},
 		{"url?auth=Bearer%20abcdefgh", "url?auth=Bearer%20<secret>"},
 		{"no secret here", "no secret here"},
+		// An LLM server's errors talk of tokens: none of that is a credential.
+		{"the token limit was exceeded: basic auth required", "the token limit was exceeded: basic auth required"},
+		{"Token f00dbabe1234", "Token <secret>"},
 	}
 	for _, tc := range tests {
 		if got := Redact(tc.in, key, ""); got != tc.want {

@@ -89,10 +89,23 @@ func (s *Server) RunLoad(ctx context.Context, pattern Pattern, mix []Shape, seed
 	}
 }
 
+// arrivalSpread is how long, in virtual seconds, users who join together
+// take to send their first requests. Users of production arrive
+// independently; sent at one instant, a level's requests would run in
+// lock-step waves that no server meets.
+const arrivalSpread = 30.0
+
 func (s *Server) user(ctx context.Context, r *rand.Rand, mix []Shape) {
+	t := time.NewTimer(time.Duration(r.Float64() * arrivalSpread / s.scale * float64(time.Second)))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return
+	case <-t.C:
+	}
 	for ctx.Err() == nil {
 		sh := pick(r, mix)
-		id, lr, err := s.submit(s.vnow(), sh.Context, sh.Output)
+		id, lr, err := s.submit(s.vnow(), sh.Context, sh.Output, true)
 		if err != nil {
 			return
 		}

@@ -39,6 +39,10 @@ type liveReq struct {
 	events    chan event
 	submitted float64
 	last      float64
+	// quiet: only its end is delivered. A background user reads nothing
+	// of its stream, and waking it at every step would cost more than the
+	// engine does.
+	quiet bool
 }
 
 type event struct {
@@ -73,8 +77,9 @@ func (s *Server) wall(t float64) time.Time {
 	return s.start.Add(time.Duration(t / s.scale * float64(time.Second)))
 }
 
-// submit enqueues a request and returns its event channel.
-func (s *Server) submit(arrived float64, prompt, output int) (int64, *liveReq, error) {
+// submit enqueues a request and returns its event channel; a quiet one
+// gets only its Finished event.
+func (s *Server) submit(arrived float64, prompt, output int, quiet bool) (int64, *liveReq, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.eng.Idle() {
@@ -88,7 +93,7 @@ func (s *Server) submit(arrived float64, prompt, output int) (int64, *liveReq, e
 	// A request that arrives mid-step waits for the step's end inside the
 	// engine, and that wait is part of its TTFT: time it from its arrival
 	// at the API server, parsing and tokenising included, as vLLM does.
-	lr := &liveReq{events: make(chan event, output+4), submitted: math.Min(arrived, s.eng.Now())}
+	lr := &liveReq{events: make(chan event, output+4), submitted: math.Min(arrived, s.eng.Now()), quiet: quiet}
 	s.live[id] = lr
 	select {
 	case s.wake <- struct{}{}:
@@ -129,23 +134,30 @@ func (s *Server) Run(ctx context.Context) {
 		case Finished:
 			delete(s.live, id)
 		}
+		if lr.quiet && k != Finished {
+			return
+		}
 		batch = append(batch, out{lr, event{k, t}})
 	}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
-	sleepUntil := func(at time.Time) bool {
-		d := time.Until(at)
+	// sleepUntil waits for the wall time of virtual time t and says how
+	// far virtual time got: t itself once it is due, as a clock that stands
+	// still while nothing waits (testing/synctest's) never lets the time
+	// read back reach it, or less when a request woke it early.
+	sleepUntil := func(t float64) (float64, bool) {
+		d := time.Until(s.wall(t))
 		if d <= 0 {
-			return ctx.Err() == nil
+			return t, ctx.Err() == nil
 		}
 		timer.Reset(d)
 		select {
 		case <-ctx.Done():
-			return false
+			return 0, false
 		case <-timer.C:
-			return true
+			return t, true
 		case <-s.wake:
-			return true
+			return math.Min(t, s.vnow()), true
 		}
 	}
 	for ctx.Err() == nil {
@@ -161,11 +173,12 @@ func (s *Server) Run(ctx context.Context) {
 		}
 		if w := s.eng.NextWake(); w > s.eng.Now() {
 			s.mu.Unlock()
-			if !sleepUntil(s.wall(w)) {
+			at, ok := sleepUntil(w)
+			if !ok {
 				return
 			}
 			s.mu.Lock()
-			s.eng.AdvanceTo(math.Min(w, s.vnow()))
+			s.eng.AdvanceTo(at)
 			s.mu.Unlock()
 			continue
 		}
@@ -283,7 +296,7 @@ func (s *Server) completions(api string) http.HandlerFunc {
 			vllmError(w, http.StatusBadRequest, fmt.Sprintf("This model's maximum context length is %d tokens. However, you requested %d tokens.", s.profile.Params.KVCapacity, prompt+output))
 			return
 		}
-		id, lr, err := s.submit(arrived, prompt, output)
+		id, lr, err := s.submit(arrived, prompt, output, false)
 		if err != nil {
 			vllmError(w, http.StatusBadRequest, err.Error())
 			return

@@ -116,3 +116,8 @@ func (p *Probes) Forget(target string) {
 	p.total.DeletePartialMatch(l)
 	p.busy.DeletePartialMatch(l)
 }
+
+// Busy is a target's probe busy time counter.
+func (p *Probes) Busy(target string) prometheus.Counter {
+	return p.busy.WithLabelValues(target)
+}

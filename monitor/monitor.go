@@ -40,9 +40,12 @@ type Sample struct {
 	Result probe.Result
 }
 
-// Recorder receives probe samples (the capacity model).
+// Recorder receives probe samples (the capacity model), and hears when a
+// target's server restarted or changed: its samples then describe a server
+// that is gone.
 type Recorder interface {
 	Record(Sample)
+	Reset(target string)
 }
 
 // Calibrator chooses calibration bursts (config calibration:): the scenario
@@ -58,6 +61,7 @@ type Monitor struct {
 	probes *collector.Probes
 	rec    Recorder
 	cal    Calibrator // nil: no calibration bursts
+	dial   DialFunc   // nil: the network's
 
 	mu      sync.Mutex
 	cfg     *config.Config
@@ -76,11 +80,26 @@ type Monitor struct {
 	ready   map[string]time.Time
 }
 
+// DialFunc opens every connection to targets and their engines, as
+// net.Dialer.DialContext does.
+type DialFunc = promconfig.DialContextFunc
+
+// Option changes how a Monitor reaches its targets.
+type Option func(*Monitor)
+
+// WithDial replaces the network: the virtual-time tests reach a simulator
+// in memory through it, over the shipped HTTP clients.
+func WithDial(dial DialFunc) Option { return func(m *Monitor) { m.dial = dial } }
+
 // New returns a monitor that records into rec and asks cal (nil for none)
 // for calibration bursts; call Apply to start probing.
-func New(logger *slog.Logger, probes *collector.Probes, rec Recorder, cal Calibrator) *Monitor {
-	return &Monitor{logger: logger, probes: probes, rec: rec, cal: cal, targets: map[string]*target{},
+func New(logger *slog.Logger, probes *collector.Probes, rec Recorder, cal Calibrator, opts ...Option) *Monitor {
+	m := &Monitor{logger: logger, probes: probes, rec: rec, cal: cal, targets: map[string]*target{},
 		servers: map[string]*semaphore.Weighted{}, ready: map[string]time.Time{}}
+	for _, o := range opts {
+		o(m)
+	}
+	return m
 }
 
 // Apply starts, restarts and stops target loops so that they match cfg. Loops of
@@ -183,9 +202,12 @@ type target struct {
 	server *semaphore.Weighted
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
+	// scrapeMu orders the target's engine scrapes.
+	scrapeMu sync.Mutex
 
 	mu       sync.Mutex
 	load     engine.Load
+	seen     engine.Load // the last reading, kept while the metrics are down
 	up       bool
 	lastErr  string
 	next     map[string]time.Time // scenario -> its next probe, at the earliest
@@ -206,8 +228,11 @@ func (a *loadAcc) add(v float64) {
 // newClients builds a target's HTTP clients from its http_client_config.
 // A metrics page on another host gets the same TLS and proxy settings but
 // none of the credentials, as metricsKey withholds the API key.
-func newClients(tc config.Target, sameHost bool) (client, metrics *http.Client, err error) {
+func newClients(tc config.Target, sameHost bool, dial DialFunc) (client, metrics *http.Client, err error) {
 	opts := []promconfig.HTTPClientOption{promconfig.WithIdleConnTimeout(15 * time.Minute), promconfig.WithUserAgent("headroom/" + version.Version)}
+	if dial != nil {
+		opts = append(opts, promconfig.WithDialContextFunc(dial))
+	}
 	client, err = promconfig.NewClientFromConfig(tc.HTTPClientConfig, "headroom", opts...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("target %s: http_client_config: %w", tc.Name, err)
@@ -231,7 +256,7 @@ func sameHost(a, b string) bool {
 func newTarget(m *Monitor, tc config.Target, cfg *config.Config) *target {
 	key, err := tc.APIKey()
 	local := sameHost(tc.URL, tc.MetricsURL)
-	client, metrics, cerr := newClients(tc, local)
+	client, metrics, cerr := newClients(tc, local, m.dial)
 	if err == nil {
 		err = cerr
 	}
@@ -310,6 +335,11 @@ func (t *target) status() collector.TargetStatus {
 func (t *target) scrape(ctx context.Context) (engine.Load, bool) {
 	ctx, cancel := context.WithTimeout(ctx, t.scrapeTO)
 	defer cancel()
+	// One scrape at a time: a probe's and the loop's could otherwise be
+	// read by the server in one order and answered in the other, and a
+	// counter would seem to go back.
+	t.scrapeMu.Lock()
+	defer t.scrapeMu.Unlock()
 	l, err := engine.Scrape(ctx, t.metrics, t.cfg.MetricsURL, t.metricsKey(), t.cfg.Engine)
 	err = secret.Error(err, t.secrets...)
 	if err != nil && errors.Is(ctx.Err(), context.Canceled) {
@@ -330,7 +360,13 @@ func (t *target) scrape(ctx context.Context) (engine.Load, bool) {
 			t.prober.SetEngine(l.Engine)
 		}
 	}
-	t.up, t.lastErr, t.load = true, "", l
+	if why := changed(t.seen, l); why != "" {
+		t.m.logger.Info("server changed: forgetting its load-response curves", "target", t.cfg.Name, "why", why)
+		if t.m.rec != nil {
+			t.m.rec.Reset(t.cfg.Name)
+		}
+	}
+	t.up, t.lastErr, t.load, t.seen = true, "", l, l
 	for acc := range t.inFlight {
 		acc.add(l.InFlight())
 	}
@@ -536,6 +572,12 @@ func (t *target) probeOnce(ctx context.Context, sc config.Scenario, pr *probe.Pr
 	t.mu.Lock()
 	delete(t.inFlight, acc)
 	t.mu.Unlock()
+	if beforeOK && before.TimeScale > 1 {
+		// A time-scaled `headroom sim` (the demo's): its thresholds, histograms
+		// and curves are in simulated time, and so are the probes. The
+		// budget stays in wall time: it is the server's.
+		res = res.Scaled(before.TimeScale)
+	}
 	queueWait := time.Duration(-1)
 	if t.cfg.Engine != "none" && ctx.Err() == nil {
 		after, afterOK := t.scrape(ctx)
@@ -568,6 +610,25 @@ func (t *target) probeOnce(ctx context.Context, sc config.Scenario, pr *probe.Pr
 		burst = n
 	}
 	return Sample{Target: t.cfg.Name, Scenario: sc.Name, Time: now, Load: inFlight, InFlight: inFlight, Burst: burst, Result: res}, true
+}
+
+// changed says why the server behind two readings is not the same one, ""
+// when it is: its counters went back (a restart), or another engine
+// answers. A first reading (no engine yet) changes nothing.
+func changed(before, now engine.Load) string {
+	switch {
+	case before.Engine == "":
+		return ""
+	case now.Engine != before.Engine:
+		return fmt.Sprintf("engine %s became %s", before.Engine, now.Engine)
+	case now.GenerationTokens < before.GenerationTokens:
+		return fmt.Sprintf("generation tokens counter went back from %.0f to %.0f", before.GenerationTokens, now.GenerationTokens)
+	case now.PromptTokens < before.PromptTokens:
+		return fmt.Sprintf("prompt tokens counter went back from %.0f to %.0f", before.PromptTokens, now.PromptTokens)
+	case now.QueueCount < before.QueueCount:
+		return fmt.Sprintf("queue time count went back from %.0f to %.0f", before.QueueCount, now.QueueCount)
+	}
+	return ""
 }
 
 func scenario(ss []config.Scenario, name string) (config.Scenario, bool) {

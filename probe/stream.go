@@ -98,6 +98,15 @@ type Result struct {
 	Text             string
 }
 
+// Scaled is the result with its durations multiplied by f: a time-scaled
+// simulator's wall times as the simulated times they stand for.
+func (r Result) Scaled(f float64) Result {
+	for _, d := range []*time.Duration{&r.Setup, &r.TTFT, &r.E2E, &r.Decode, &r.MaxGap} {
+		*d = time.Duration(float64(*d) * f)
+	}
+	return r
+}
+
 // ITL is the mean inter-token latency: decode time over the gaps between tokens.
 func (r Result) ITL() time.Duration {
 	if r.CompletionTokens < 2 {

@@ -14,10 +14,13 @@ type UseCase struct {
 	Name, Scenario string
 	Statistic      string
 	Window         time.Duration
-	TTFTMax        float64 // seconds
-	E2EMax         float64 // seconds
-	ITLMax         float64 // seconds
-	DecodeMin      float64 // tokens/s
+	// Recent is where the window begins: older points feed the curves,
+	// not the window's statistic. Zero: every point is recent.
+	Recent    time.Time
+	TTFTMax   float64 // seconds
+	E2EMax    float64 // seconds
+	ITLMax    float64 // seconds
+	DecodeMin float64 // tokens/s
 }
 
 // Limits of the estimate.
@@ -125,7 +128,7 @@ func Evaluate(target string, u UseCase, points []Point, load float64) Estimate {
 	for i := range e.SLOs {
 		s := &e.SLOs[i]
 		value, increasing := metric(s.Name)
-		s.Value = Statistic(values(lone, value), u.Statistic)
+		s.Value = Statistic(values(recent(lone, u.Recent), value), u.Statistic)
 		s.Capacity, s.Curve, s.Why = solve(fit(lone, value, u.Statistic, increasing), increasing, s.Threshold, steadyShort)
 		s.BurstCapacity, s.BurstCurve, s.BurstWhy = solve(burstCurve(s.Name, together, u.Statistic), increasing, s.Threshold, burstShort)
 		// The margin is at the current load: the steady curve's value there
@@ -314,6 +317,17 @@ func loadSpread(points []Point) float64 {
 		}
 	}
 	return hi - lo
+}
+
+// recent are the points at or after since.
+func recent(points []Point, since time.Time) []Point {
+	var out []Point
+	for _, p := range points {
+		if !p.Time.Before(since) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func values(points []Point, value func(Point) float64) []float64 {

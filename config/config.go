@@ -77,10 +77,14 @@ type Scenario struct {
 
 // UseCase is a set of thresholds judged on one scenario's probes.
 type UseCase struct {
-	Name         string        `yaml:"name"`
-	Scenario     string        `yaml:"scenario"`
-	Statistic    string        `yaml:"statistic"`
-	Window       time.Duration `yaml:"window"`
+	Name      string        `yaml:"name"`
+	Scenario  string        `yaml:"scenario"`
+	Statistic string        `yaml:"statistic"`
+	Window    time.Duration `yaml:"window"`
+	// CurveWindow is how far back probes feed the load-response curves:
+	// the curves describe the server, not the moment, and bursts are too
+	// dear to repeat every window. Forgotten when the server restarts.
+	CurveWindow  time.Duration `yaml:"curve_window"`
 	TTFTMax      time.Duration `yaml:"ttft_max"`
 	E2EMax       time.Duration `yaml:"e2e_max"`
 	DecodeMinTPS float64       `yaml:"decode_min_tps"`
@@ -179,7 +183,9 @@ func (c *Config) setDirectory(dir string) {
 
 // Parse decodes YAML strictly (unknown keys are errors), fills defaults and validates.
 func Parse(b []byte) (*Config, error) {
-	c := &Config{}
+	// Calibration is on unless the file turns it off: without bursts, a
+	// window's lone probes at production's loads rarely span a curve.
+	c := &Config{Calibration: Calibration{Enabled: true}}
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) {
@@ -207,10 +213,10 @@ func (c *Config) applyDefaults() {
 		c.ProbeBudget = 0.02
 	}
 	if c.MaxInFlight == 0 {
-		c.MaxInFlight = 16
+		c.MaxInFlight = 64
 	}
 	if c.Calibration.MaxBurst == 0 {
-		c.Calibration.MaxBurst = 8
+		c.Calibration.MaxBurst = 64
 	}
 	if c.EngineScrapeInterval == 0 {
 		c.EngineScrapeInterval = 5 * time.Second
@@ -256,6 +262,9 @@ func (c *Config) applyDefaults() {
 		}
 		if u.Window == 0 {
 			u.Window = 30 * time.Minute
+		}
+		if u.CurveWindow == 0 {
+			u.CurveWindow = max(6*time.Hour, u.Window)
 		}
 	}
 }
@@ -383,6 +392,9 @@ func (c *Config) Validate() error {
 		}
 		if u.Window < time.Minute {
 			bad(p+".window", "must be at least 1m, got %s", u.Window)
+		}
+		if u.CurveWindow < u.Window {
+			bad(p+".curve_window", "must be at least the window (%s), got %s", u.Window, u.CurveWindow)
 		}
 		if u.TTFTMax < 0 || u.E2EMax < 0 || u.ITLMax < 0 || u.DecodeMinTPS < 0 {
 			bad(p, "thresholds must not be negative")

@@ -17,7 +17,8 @@ func TestLoadGood(t *testing.T) {
 	if got := c.Targets[0].MetricsURL; got != "http://127.0.0.1:8000/metrics" {
 		t.Errorf("default metrics_url = %q", got)
 	}
-	if c.Targets[0].Engine != "auto" || c.Scenarios[0].Cache != "cold" || c.MaxInFlight != 16 {
+	if c.Targets[0].Engine != "auto" || c.Scenarios[0].Cache != "cold" || c.MaxInFlight != 64 ||
+		!c.Calibration.Enabled || c.Calibration.MaxBurst != 64 || c.UseCases[0].CurveWindow != 6*time.Hour {
 		t.Errorf("defaults not applied: %+v %+v", c.Targets[0], c.Scenarios[0])
 	}
 	if c.UseCases[0].TTFTMax != 8*time.Second || c.UseCases[0].Statistic != "p90" {
@@ -76,7 +77,9 @@ func TestDefaultsReproduceReports(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string][2]int{"ctx-1k": {1024, 128}, "ctx-8k": {8192, 1024}, "ctx-32k": {32768, 1024}, "ctx-64k": {65536, 1024}, "ctx-96k": {98304, 1024}}
+	// The reports' contexts; decode speed needs a few tokens, not their
+	// 1024, and E2E (code completion's) the use case's full 128.
+	want := map[string][2]int{"ctx-1k": {1024, 128}, "ctx-8k": {8192, 32}, "ctx-32k": {32768, 32}, "ctx-64k": {65536, 32}, "ctx-96k": {98304, 32}}
 	for _, s := range c.Scenarios {
 		if w := want[s.Name]; w != [2]int{s.InputTokens, s.OutputTokens} {
 			t.Errorf("scenario %s = %d/%d, want %v", s.Name, s.InputTokens, s.OutputTokens, w)
@@ -106,7 +109,7 @@ func TestParseErrorsNamePath(t *testing.T) {
 		{base + "probe_budget: lots\n", "probe_budget: cannot unmarshal !!str `lots` into float64 (line 4)"},
 		{base + "calibration: {enabled: true, max_burst: 1}\n", "calibration.max_burst: must be in [2, 64], got 1"},
 		{base + "max_in_flight: 4\ncalibration: {enabled: true, max_burst: 6}\n", "calibration.max_burst: must not exceed max_in_flight (4), got 6"},
-		{base + "max_in_flight: 1\ncalibration: {enabled: true}\n", "calibration.max_burst: must not exceed max_in_flight (1), got 8"},
+		{base + "max_in_flight: 1\ncalibration: {enabled: true}\n", "calibration.max_burst: must not exceed max_in_flight (1), got 64"},
 		{base + "scenarios:\n  - name: s\n    input_tokens: 1024\n    output_tokens: 1\n", "scenarios[0].output_tokens: must be at least 2"},
 		{base + "scenarios:\n  - name: s\n    input_tokens: 1024\n    output_tokens: 8\n    cache: tepid\n", "scenarios[0].cache: must be cold or warm"},
 		{base + "use_cases:\n  - name: u\n    scenario: nope\n    ttft_max: 1s\n", "use_cases[0].scenario: no scenario named \"nope\""},
@@ -195,15 +198,15 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
-// A use case whose window cannot hold enough probes of its scenario is
-// warned about with its fix, and the fix silences the warning.
+// A use case whose curve window cannot hold enough probes of its scenario
+// is warned about with its fix, and the fix silences the warning.
 func TestWarningsNeverAnEstimate(t *testing.T) {
-	base := "targets: []\nscenarios: [{name: s, input_tokens: 1024, output_tokens: 16, interval: %s}]\nuse_cases: [{name: u, scenario: s, ttft_max: 1s, window: %s}]\n"
+	base := "targets: []\nscenarios: [{name: s, input_tokens: 1024, output_tokens: 16, interval: %s}]\nuse_cases: [{name: u, scenario: s, ttft_max: 1s, window: 30m, curve_window: %s}]\n"
 	tests := []struct {
 		interval, window string
 		want             string
 	}{
-		{"10m", "30m", "use_cases[0] (u): never gets a capacity estimate: scenarios[0] (s) is probed at most every 10m0s, so its 30m0s window holds at most 4 probes and an estimate needs 8; set scenarios[0].interval to at most 4m45s or use_cases[0].window to at least 1h3m0s"},
+		{"10m", "30m", "use_cases[0] (u): never gets a capacity estimate from lone probes: scenarios[0] (s) is probed at most every 10m0s, so its 30m0s curve_window holds at most 4 probes and an estimate needs 8; set scenarios[0].interval to at most 4m45s or use_cases[0].curve_window to at least 1h3m0s"},
 		{"4m45s", "30m", ""},
 		{"10m", "63m", ""},
 		{"5m", "30m", "at most 7 probes"},
@@ -241,5 +244,35 @@ func TestTargetSecrets(t *testing.T) {
 	}
 	if _, err := Parse([]byte("targets:\n  - name: a\n    url: http://h\n    http_client_config: {tls_config: {colour: blue}}\n")); err == nil || !strings.Contains(err.Error(), "colour") {
 		t.Errorf("unknown field inside http_client_config: %v", err)
+	}
+}
+
+// Calibration is on by default, and a file can turn it off; the curve
+// window defaults to six hours and may not be shorter than the window.
+func TestCalibrationAndCurveWindowDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		yaml    string
+		enabled bool
+		err     string
+	}{
+		{"targets: []\n", true, ""},
+		{"targets: []\ncalibration: {max_burst: 4}\n", true, ""},
+		{"targets: []\ncalibration: {enabled: false}\n", false, ""},
+		{"targets: []\nscenarios: [{name: s, input_tokens: 64, output_tokens: 8}]\nuse_cases: [{name: u, scenario: s, ttft_max: 1s, window: 1h, curve_window: 30m}]\n", true,
+			"use_cases[0].curve_window: must be at least the window (1h0m0s), got 30m0s"},
+	} {
+		c, err := Parse([]byte(tc.yaml))
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%q: error %v, want %q", tc.yaml, err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%q: %v", tc.yaml, err)
+		}
+		if c.Calibration.Enabled != tc.enabled {
+			t.Errorf("%q: calibration enabled = %v, want %v", tc.yaml, c.Calibration.Enabled, tc.enabled)
+		}
 	}
 }

@@ -10,10 +10,10 @@ func DefaultScenarios() []Scenario {
 	}
 	return []Scenario{
 		mk("ctx-1k", 1024, 128),
-		mk("ctx-8k", 8192, 1024),
-		mk("ctx-32k", 32768, 1024),
-		mk("ctx-64k", 65536, 1024),
-		mk("ctx-96k", 98304, 1024),
+		mk("ctx-8k", 8192, 32),
+		mk("ctx-32k", 32768, 32),
+		mk("ctx-64k", 65536, 32),
+		mk("ctx-96k", 98304, 32),
 	}
 }
 

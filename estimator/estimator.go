@@ -58,15 +58,29 @@ func (e *Estimator) Record(s monitor.Sample) {
 		ITL: res.ITL().Seconds(), Decode: res.DecodeTPS(), Burst: s.Burst, Level: s.Level})
 }
 
-// Burst implements monitor.Calibrator: the scenario of the target's use
-// case that wants the largest calibration burst now.
+// Burst implements monitor.Calibrator: of the target's use cases that want
+// a calibration burst now, those without a capacity first, and of those the
+// cheapest burst (its prompt tokens). The budget pays for a burst by its
+// length; one large burst for a use case that has an estimate would starve
+// the others of theirs for an hour.
 func (e *Estimator) Burst(target string, load engine.Load, maxBurst int) (scenario string, n int) {
 	cfg, seeds := e.state()
 	now := time.Now()
+	scenarios := map[string]config.Scenario{}
+	for _, s := range cfg.Scenarios {
+		scenarios[s.Name] = s
+	}
+	best, bestKnown := math.Inf(1), true
 	for _, u := range cfg.UseCases {
 		est := e.estimate(seeds, target, u, load.InFlight(), now)
-		if k := capacity.Burst(est, load.InFlight(), load.Waiting, maxBurst); k > n {
-			scenario, n = u.Scenario, k
+		k := capacity.Burst(est, load.InFlight(), load.Waiting, maxBurst)
+		if k < 2 {
+			continue
+		}
+		known := !math.IsNaN(est.Capacity)
+		cost := float64(k * scenarios[u.Scenario].InputTokens)
+		if !known && bestKnown || known == bestKnown && cost < best {
+			scenario, n, best, bestKnown = u.Scenario, k, cost, known
 		}
 	}
 	return scenario, n
@@ -108,8 +122,14 @@ func (e *Estimator) Estimates(status []collector.TargetStatus, now time.Time) []
 }
 
 func (e *Estimator) estimate(seeds Seeds, target string, u config.UseCase, load float64, now time.Time) capacity.Estimate {
-	return capacity.Seeded(target, useCase(u), e.store.Window(target, u.Scenario, now.Add(-u.Window)), seeds[target][u.Scenario], load)
+	cu := useCase(u)
+	cu.Recent = now.Add(-u.Window)
+	return capacity.Seeded(target, cu, e.store.Window(target, u.Scenario, now.Add(-u.CurveWindow)), seeds[target][u.Scenario], load)
 }
+
+// Reset implements monitor.Recorder: the target's server restarted or
+// changed, and what its probes said of it no longer holds.
+func (e *Estimator) Reset(target string) { e.store.Forget(target) }
 
 func useCase(u config.UseCase) capacity.UseCase {
 	return capacity.UseCase{Name: u.Name, Scenario: u.Scenario, Statistic: u.Statistic, Window: u.Window,

@@ -1,0 +1,5 @@
+//go:build !race
+
+package estimator_test
+
+const raceEnabled = false

@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/prometheus/common/promslog"
@@ -27,21 +28,35 @@ func newDemoCmd(app *kingpin.Application, s settings, logCfg *promslog.Config) *
 	c.cmd = app.Command("demo", "Run the daemon against an in-process simulator with background load; no GPU needed.")
 	c.web = addWebFlags(c.cmd, s)
 	addSimFlags(c.cmd, &c.sim, "daily")
+	c.cmd.GetFlag("time-scale").Default(fmt.Sprint(demoTimeScale))
+	c.cmd.GetFlag("load.period").Default(demoDay.String())
 	return c
 }
 
-// demoConfig probes the simulator with the default scenarios and use cases. Its
-// probe budget is far above production's 2%: a simulator costs nothing, and a
-// newcomer should see every scenario within minutes.
+// The demo's choices, printed at start: a newcomer should see a capacity for
+// every default use case within minutes, which production's settings take an
+// hour of a real server to give. The simulator runs demoTimeScale times
+// faster than real time (the daemon reads its scale and measures in
+// simulated time), its day compressed to demoDay of simulated time; probes
+// may take demoBudget of the time (a simulator costs nothing) and each
+// scenario is due every demoInterval.
+const (
+	demoTimeScale = 10
+	demoDay       = 2 * time.Hour
+	demoBudget    = 0.25
+	demoInterval  = 10 * time.Second
+)
+
+// demoConfig probes the simulator with the default scenarios and use cases,
+// at the demo's budget and interval.
 func demoConfig(simURL string) string {
-	return fmt.Sprintf(`targets:
-  - name: sim
-    url: %s
-power:
-  source: dcgm
-  dcgm_url: %s/metrics
-probe_budget: 0.5
-`, simURL, simURL)
+	var b strings.Builder
+	fmt.Fprintf(&b, "targets:\n  - name: sim\n    url: %s\npower:\n  source: dcgm\n  dcgm_url: %s/metrics\nprobe_budget: %g\nscenarios:\n",
+		simURL, simURL, demoBudget)
+	for _, s := range config.DefaultScenarios() {
+		fmt.Fprintf(&b, "  - {name: %s, input_tokens: %d, output_tokens: %d, interval: %s}\n", s.Name, s.InputTokens, s.OutputTokens, demoInterval)
+	}
+	return b.String()
 }
 
 func (c *demoCmd) run() int {
@@ -69,8 +84,10 @@ func (c *demoCmd) run() int {
 	return d.serve(ctx, c.web, func(addrs []net.Addr) {
 		for _, a := range addrs {
 			base := "http://" + strings.Replace(a.String(), "[::]", "localhost", 1)
-			fmt.Printf("headroom demo\n  landing page:   %s/\n  metrics:        %s/metrics\n  capacity JSON:  %s/api/v1/status\n  simulator:      %s (profile %s)\nPress Ctrl-C to stop.\n",
-				base, base, base, simURL, c.sim.profile)
+			fmt.Printf("headroom demo\n  landing page:   %s/\n  metrics:        %s/metrics\n  capacity JSON:  %s/api/v1/status\n  simulator:      %s (profile %s)\n"+
+				"  chosen:         simulator at %gx real time, %d-%d users over a %s simulated day; probe budget %g%%, each scenario due every %s\n"+
+				"                 (production: 2%%, every 5m). Capacity appears within about 3 minutes.\nPress Ctrl-C to stop.\n",
+				base, base, base, simURL, c.sim.profile, c.sim.timeScale, c.sim.loadMin, c.sim.loadMax, c.sim.period, 100*demoBudget, demoInterval)
 		}
 	})
 }

@@ -216,7 +216,8 @@ func (c *Config) applyDefaults() {
 		c.MaxInFlight = 64
 	}
 	if c.Calibration.MaxBurst == 0 {
-		c.Calibration.MaxBurst = 64
+		// A burst takes its slots at once: no larger than the cap.
+		c.Calibration.MaxBurst = max(2, min(64, c.MaxInFlight))
 	}
 	if c.EngineScrapeInterval == 0 {
 		c.EngineScrapeInterval = 5 * time.Second

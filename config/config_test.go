@@ -109,7 +109,7 @@ func TestParseErrorsNamePath(t *testing.T) {
 		{base + "probe_budget: lots\n", "probe_budget: cannot unmarshal !!str `lots` into float64 (line 4)"},
 		{base + "calibration: {enabled: true, max_burst: 1}\n", "calibration.max_burst: must be in [2, 64], got 1"},
 		{base + "max_in_flight: 4\ncalibration: {enabled: true, max_burst: 6}\n", "calibration.max_burst: must not exceed max_in_flight (4), got 6"},
-		{base + "max_in_flight: 1\ncalibration: {enabled: true}\n", "calibration.max_burst: must not exceed max_in_flight (1), got 64"},
+		{base + "max_in_flight: 1\ncalibration: {enabled: true}\n", "calibration.max_burst: must not exceed max_in_flight (1), got 2"},
 		{base + "scenarios:\n  - name: s\n    input_tokens: 1024\n    output_tokens: 1\n", "scenarios[0].output_tokens: must be at least 2"},
 		{base + "scenarios:\n  - name: s\n    input_tokens: 1024\n    output_tokens: 8\n    cache: tepid\n", "scenarios[0].cache: must be cold or warm"},
 		{base + "use_cases:\n  - name: u\n    scenario: nope\n    ttft_max: 1s\n", "use_cases[0].scenario: no scenario named \"nope\""},

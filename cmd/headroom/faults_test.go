@@ -254,7 +254,7 @@ func TestTargetsSharingAServer(t *testing.T) {
 	defer srv.Close()
 	cfg := fmt.Sprintf("targets:\n  - {name: chat, url: %q, api: chat}\n  - {name: text, url: %q, api: completions}\n"+
 		"probe_budget: 0.9\npower: {source: none}\nscenarios: [{name: s, input_tokens: 512, output_tokens: 8, interval: 1s}]\n"+
-		"use_cases: [{name: u, scenario: s, ttft_max: 1s}]\n", srv.URL, srv.URL)
+		"use_cases: [{name: u, scenario: s, ttft_max: 1s}]\ncalibration: {enabled: false}\n", srv.URL, srv.URL)
 	file := writeConfig(t, "", cfg)
 	startDaemon(t, file)
 	waitFor(t, "six probes", func() bool { return done.Load() >= 6 })

@@ -265,7 +265,7 @@ func TestReloadChangingInFlightCap(t *testing.T) {
 	simSrv := startTinySim(t, 20)
 	cfgFile := filepath.Join(t.TempDir(), "headroom.yml")
 	write := func(cap int) {
-		if err := os.WriteFile(cfgFile, []byte(testConfig(simSrv.URL, "short")+fmt.Sprintf("max_in_flight: %d\n", cap)), 0o600); err != nil {
+		if err := os.WriteFile(cfgFile, []byte(testConfig(simSrv.URL, "short")+fmt.Sprintf("max_in_flight: %d\ncalibration: {enabled: false}\n", cap)), 0o600); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -75,13 +75,14 @@ type aim struct {
 	level  float64 // the next burst's load; 0 when bracketed (nextLevel)
 	base   float64 // the load a burst adds its size to
 	ms     []Knot
-	open   bool // within its threshold as far as its curve can be followed
+	open   bool    // within its threshold as far as its curve can be followed
+	reach  float64 // how far past its highest load its curve is followed (burstReach)
 }
 
 func aims(slos []SLO, load, queued, first float64) []aim {
 	out := make([]aim, len(slos))
 	for i, s := range slos {
-		a := aim{base: load, ms: margins(s), open: math.IsInf(s.BurstCapacity, 1)}
+		a := aim{base: load, ms: margins(s), open: math.IsInf(s.BurstCapacity, 1), reach: burstReach(s.Name)}
 		if s.Name == "ttft_seconds" || s.Name == "e2e_seconds" {
 			a.base = queued // an E2E's curve reaches a load once its TTFT's does
 		}
@@ -120,7 +121,7 @@ func choose(as []aim, least float64) (aim, bool) {
 	}
 	var next aim
 	for _, a := range as {
-		if a.open && a.level > 0 && Reach*a.ms[len(a.ms)-1].Load < bind.breaks && (next.level == 0 || a.level-a.base < next.level-next.base) {
+		if a.open && a.level > 0 && a.reach*a.ms[len(a.ms)-1].Load < bind.breaks && (next.level == 0 || a.level-a.base < next.level-next.base) {
 			next = a
 		}
 	}

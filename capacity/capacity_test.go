@@ -197,23 +197,29 @@ func TestBurstMetricsAnswerToTheirOwnLoads(t *testing.T) {
 }
 
 // A threshold that holds as far as its curve can be followed caps the
-// capacity at that reach: beyond it nothing is known of it. Here TTFT was
-// measured at levels up to 10 (reach 20), decode at up to 30 in flight.
+// capacity at that reach: beyond it nothing is known of it. Here decode was
+// measured at up to 30 in flight (reach 60) and stayed within; TTFT at
+// levels up to 10, whose line is followed as far as it goes (burstReach).
 func TestOpenThresholdCapsAtItsReach(t *testing.T) {
-	ps := []Point{{Time: t0, Load: 1, InFlight: 1, TTFT: 0.03, Decode: 88}}
+	ps := []Point{{Time: t0, Load: 1, InFlight: 1, TTFT: 0.01, Decode: 88}}
 	for _, level := range []float64{3, 6, 10} {
 		running := level + 20
 		ps = append(ps, Point{Time: t0.Add(time.Duration(level) * time.Hour), Load: level, InFlight: running,
-			TTFT: 0.03 * level, Decode: 10 + 2*(40-running), Burst: int(level)})
+			TTFT: 0.01 * level, Decode: 50 - running, Burst: int(level)})
 	}
 	e := Evaluate("a", UseCase{Name: "c", Statistic: "mean", TTFTMax: 1, DecodeMin: 10}, ps, 1)
-	// Decode falls 2 tok/s per request in flight, reaching 10 at 40; TTFT
-	// 0.03 x level would reach 1 s at 33, beyond its reach.
-	if ttft, decode := e.SLOs[0].BurstCapacity, e.SLOs[1].BurstCapacity; !math.IsInf(ttft, 1) || math.Abs(decode-40) > 1e-9 {
-		t.Fatalf("burst capacities: TTFT %v, decode %v; want +Inf and 40", ttft, decode)
+	// TTFT 0.01 x level reaches 1 s at 100.
+	if ttft := e.SLOs[0].BurstCapacity; math.Abs(ttft-100) > 1e-9 {
+		t.Fatalf("TTFT burst capacity %v, want 100 (its line, followed past 10 levels)", ttft)
 	}
-	if e.BurstCapacity != 20 {
-		t.Errorf("burst capacity %v, want TTFT's reach, 20", e.BurstCapacity)
+	held := []Point{{Time: t0, Load: 1, InFlight: 1, TTFT: 0.01, Decode: 88}}
+	for _, level := range []float64{3, 6, 10} {
+		held = append(held, Point{Time: t0.Add(time.Duration(level) * time.Hour), Load: level, InFlight: level + 20,
+			TTFT: 0.01 * level, Decode: 80, Burst: int(level)})
+	}
+	e = Evaluate("a", UseCase{Name: "c", Statistic: "mean", TTFTMax: 1, DecodeMin: 10}, held, 1)
+	if !math.IsInf(e.SLOs[1].BurstCapacity, 1) || e.BurstCapacity != 60 {
+		t.Errorf("decode held to 30 in flight: its capacity %v, the burst capacity %v; want +Inf and its reach, 60", e.SLOs[1].BurstCapacity, e.BurstCapacity)
 	}
 }
 
@@ -408,9 +414,9 @@ func TestBurst(t *testing.T) {
 			t.Errorf("%s: Burst = %d, want %d", tc.name, got, tc.want)
 		}
 	}
-	// Decode bracketed between 30 and 33 in flight; TTFT held to level 13,
-	// so it caps the capacity at 26: the next burst follows TTFT on, to
-	// where its margin (0.91 at 3, 0.61 at 13) reaches zero, 33.
+	// Decode bracketed between 30 and 33 in flight; TTFT's line, followed
+	// from level 13, reaches its threshold at 33, past decode's crossing:
+	// nothing is left to search.
 	bracketed := withDecode(20, 20, 20)
 	for _, level := range []float64{3, 6, 10, 13} {
 		running, decode := level+20, 15.0
@@ -419,8 +425,8 @@ func TestBurst(t *testing.T) {
 		}
 		bracketed = append(bracketed, Point{Time: t0.Add(time.Duration(level) * time.Hour), Load: level, InFlight: running, TTFT: 0.03 * level, Decode: decode, Burst: int(level)})
 	}
-	if got := Burst(Evaluate("a", decode, bracketed, 20), 20, 0, 64); got != 33 {
-		t.Errorf("decode bracketed, TTFT open: Burst = %d, want 33", got)
+	if got := Burst(Evaluate("a", decode, bracketed, 20), 20, 0, 64); got != 0 {
+		t.Errorf("decode bracketed, TTFT beyond it: Burst = %d, want 0", got)
 	}
 	// Decode, measured at 23 in flight, is expected to break at 23.25, 2.25
 	// requests above the 21 running: any burst measures that, so TTFT's aim
@@ -536,5 +542,37 @@ func TestSeedCellsKeepEveryRequest(t *testing.T) {
 		if used != len(seed) {
 			t.Errorf("%s: %d of %d seed requests used", s.Name, used, len(seed))
 		}
+	}
+}
+
+// The engine's own decode readings extend a use case's decode curve to
+// every batch production ran, scaled to the probes: here the probes decode
+// at 1.8x the engine's mean time per token (their longer context), seen at
+// 1 and 3 requests in flight, and the engine ran batches of 1 to 40.
+func TestEngineDecodeExtendsTheCurve(t *testing.T) {
+	engineITL := func(running float64) float64 { return 0.005 * (1 + running/10) }
+	r := 0.01 / engineITL(1)
+	probe := func(level float64, burst int) Point {
+		return Point{Time: t0, Load: level, InFlight: level, TTFT: 0.1 * level, Decode: 1 / (r * engineITL(level)), Burst: burst}
+	}
+	probes := []Point{probe(1, 1), probe(3, 3), probe(3, 3), probe(3, 3)}
+	var eng []Point
+	for _, running := range []float64{1, 3, 5, 10, 15, 20, 25, 30, 35, 40} {
+		eng = append(eng, Point{Time: t0, Load: running, InFlight: running, TTFT: math.NaN(), E2E: math.NaN(),
+			ITL: engineITL(running), Decode: 1 / engineITL(running), Engine: true})
+	}
+	u := UseCase{Name: "c", Statistic: "mean", DecodeMin: 30}
+	// 1/(r x 0.005 x (1 + n/10)) is 30 tok/s at n = 26.7; the curve is
+	// linear between the readings at 25 and 30, so a little above.
+	with := Evaluate("a", u, append(probes, eng...), 1)
+	if got := with.SLOs[0].BurstCapacity; math.Abs(got-26.7) > 0.3 {
+		t.Errorf("with the engine's readings: decode burst capacity %.2f, want about 26.7 (curve %v)", got, with.SLOs[0].BurstCurve)
+	}
+	if with.Samples != len(probes) || len(with.Points) != len(probes) {
+		t.Errorf("samples %d, points %d: the engine's readings are no probes", with.Samples, len(with.Points))
+	}
+	// The probes alone reach 3 in flight: followed to twice that at most.
+	if got := Evaluate("a", u, probes, 1).BurstCapacity; got > 2*3 {
+		t.Errorf("probes alone: burst capacity %.2f, beyond their reach", got)
 	}
 }

@@ -113,6 +113,7 @@ func metric(name string) (value func(Point) float64, increasing bool) {
 // so the burst capacity is the lower; the estimate is the lower of the two
 // that are known.
 func Evaluate(target string, u UseCase, points []Point, load float64) Estimate {
+	points, eng := engineReadings(points)
 	e := Estimate{Target: target, UseCase: u.Name, Scenario: u.Scenario, Capacity: math.NaN(),
 		SteadyCapacity: math.NaN(), BurstCapacity: math.NaN(), Load: load,
 		Free: math.NaN(), Ratio: math.NaN(), Margin: math.NaN(), Samples: len(points), SamplesNeeded: MinSamples, Points: points}
@@ -129,8 +130,8 @@ func Evaluate(target string, u UseCase, points []Point, load float64) Estimate {
 		s := &e.SLOs[i]
 		value, increasing := metric(s.Name)
 		s.Value = Statistic(values(recent(lone, u.Recent), value), u.Statistic)
-		s.Capacity, s.Curve, s.Why = solve(fit(lone, value, u.Statistic, increasing), increasing, s.Threshold, steadyShort)
-		s.BurstCapacity, s.BurstCurve, s.BurstWhy = solve(burstCurve(s.Name, together, u.Statistic), increasing, s.Threshold, burstShort)
+		s.Capacity, s.Curve, s.Why = solve(steadyCurve(s.Name, lone, engineDecode(s.Name, eng, points), u.Statistic), increasing, s.Threshold, steadyShort)
+		s.BurstCapacity, s.BurstCurve, s.BurstWhy = solveReach(burstCurve(s.Name, together, engineDecode(s.Name, eng, points), u.Statistic), increasing, s.Threshold, burstShort, burstReach(s.Name))
 		// The margin is at the current load: the steady curve's value there
 		// once the curve is known, so that margin and capacity tell one
 		// story; until then the window's statistic, over the loads
@@ -211,16 +212,90 @@ func split(points []Point) (lone, together []Point) {
 // burstCurve fits one SLO's burst curve, each part at the load it answers
 // to: TTFT at the level, decode speed and ITL in the batch (inFlight), and
 // E2E, a TTFT then a decode, as the sum of the two.
-func burstCurve(name string, together []Point, stat string) Curve {
+func burstCurve(name string, together, eng []Point, stat string) Curve {
 	value, increasing := metric(name)
 	switch name {
 	case "decode_tokens_per_second", "itl_seconds":
-		return fit(inFlight(settled(together)), value, stat, increasing)
+		return fit(append(inFlight(settled(together)), eng...), value, stat, increasing)
 	case "e2e_seconds":
 		return sum(fit(together, func(p Point) float64 { return p.TTFT }, stat, true),
-			fit(inFlight(together), func(p Point) float64 { return p.E2E - p.TTFT }, stat, true))
+			fit(append(inFlight(together), eng...), func(p Point) float64 { return p.E2E - p.TTFT }, stat, true))
 	}
 	return fit(together, value, stat, increasing)
+}
+
+// steadyCurve fits one SLO's steady-state curve on lone probes and, for
+// decode speed and ITL, the engine's own readings (eng, from engineDecode).
+func steadyCurve(name string, lone, eng []Point, stat string) Curve {
+	value, increasing := metric(name)
+	if name == "decode_tokens_per_second" || name == "itl_seconds" {
+		lone = append(append([]Point(nil), lone...), eng...)
+	}
+	return fit(lone, value, stat, increasing)
+}
+
+// engineReadings separates the engine's decode readings (Point.Engine)
+// from the probes.
+func engineReadings(points []Point) (probes, eng []Point) {
+	for _, p := range points {
+		if p.Engine {
+			eng = append(eng, p)
+		} else {
+			probes = append(probes, p)
+		}
+	}
+	return probes, eng
+}
+
+// engineDecode turns the engine's decode readings into points of one SLO's
+// decode part, as the use case's probes would have measured them: at each
+// reading's batch, the engine's time between tokens over all its requests
+// times the median ratio of the probes' own decode time (per token for
+// decode speed and ITL, E2E after the first token for E2E) to the engine's
+// at the probes' requests in flight. The ratio carries what sets the probes
+// apart from production's mix: their context's KV reads, and for E2E their
+// token count. The readings carry how decode slows with the batch over every
+// load production made, which probes alone reach only with bursts. Nil for
+// TTFT, which they do not describe, or when no probe ran at a batch the
+// readings cover.
+func engineDecode(name string, eng, probes []Point) []Point {
+	var per func(Point) float64
+	switch name {
+	case "decode_tokens_per_second":
+		per = func(p Point) float64 { return 1 / p.Decode }
+	case "itl_seconds":
+		per = func(p Point) float64 { return p.ITL }
+	case "e2e_seconds":
+		per = func(p Point) float64 { return p.E2E - p.TTFT }
+	default:
+		return nil
+	}
+	if len(eng) == 0 {
+		return nil
+	}
+	c := fit(eng, func(p Point) float64 { return p.ITL }, "mean", true)
+	if len(c) == 0 {
+		return nil
+	}
+	var ratios []float64
+	for _, p := range probes {
+		if !(p.InFlight >= c[0].Load-0.5 && p.InFlight <= c[len(c)-1].Load+0.5) {
+			continue // beyond the readings (or unknown): no ratio to them
+		}
+		if x, at := per(p), c.at(p.InFlight); x > 0 && !math.IsInf(x, 1) && at > 0 {
+			ratios = append(ratios, x/at)
+		}
+	}
+	if len(ratios) == 0 {
+		return nil
+	}
+	r := Statistic(ratios, "p50")
+	out := make([]Point, len(eng))
+	for i, p := range eng {
+		x := r * p.ITL
+		out[i] = Point{Time: p.Time, Load: p.Load, InFlight: p.InFlight, TTFT: 0, E2E: x, ITL: x, Decode: 1 / x, Engine: true}
+	}
+	return out
 }
 
 // placed is the lowest steady-state capacity of the SLOs, where a crossing
@@ -348,16 +423,39 @@ func fit(points []Point, value func(Point) float64, stat string, increasing bool
 // when the curve stays within the threshold as far as Reach lets it be
 // followed, which bounds nothing.
 func solve(c Curve, increasing bool, threshold float64, short string) (float64, Curve, string) {
+	return solveReach(c, increasing, threshold, short, Reach)
+}
+
+// burstReach is how far an SLO's burst curve is followed past its highest
+// load. TTFT's: as far as its trend goes. Requests sent together queue for
+// the same prefill compute, so their mean TTFT grows about linearly with
+// their number (the simulator calibrated to report 000: 1.5 s for one 32K
+// request, 2.2 for two, 4.3 for four, 8.7 for eight), and a burst of two or
+// three at a long context already says where a use case's TTFT breaks, at
+// a cost the budget can pay. The search then aims its bursts at that
+// crossing (Burst), and a measured bracket replaces the extrapolation.
+// Decode speed bends (CUDA graphs, KV reads): Reach.
+func burstReach(name string) float64 {
+	if name == "ttft_seconds" {
+		return math.Inf(1)
+	}
+	return Reach
+}
+
+func solveReach(c Curve, increasing bool, threshold float64, short string, reach float64) (float64, Curve, string) {
 	if short == "" && len(c) == 0 {
 		short = "no point with a known load"
 	}
 	if short != "" {
 		return math.NaN(), c, short
 	}
-	if l, ok := c.crossing(threshold, increasing, Reach); ok {
+	if l, ok := c.crossing(threshold, increasing, reach); ok {
 		return l, c, ""
 	}
-	return math.Inf(1), c, fmt.Sprintf("threshold not reached up to %.0fx the highest observed load (%.1f)", Reach, c[len(c)-1].Load)
+	if math.IsInf(reach, 1) {
+		return math.Inf(1), c, fmt.Sprintf("threshold not reached on the curve's trend past the highest observed load (%.1f)", c[len(c)-1].Load)
+	}
+	return math.Inf(1), c, fmt.Sprintf("threshold not reached up to %.0fx the highest observed load (%.1f)", reach, c[len(c)-1].Load)
 }
 
 // lowest is the smallest of the SLOs' capacities on one curve: NaN when any

@@ -25,8 +25,13 @@ type Load struct {
 	// QueueCount and QueueSum are the cumulative count and sum of the engine's
 	// queue-time histogram; their deltas across a probe give its queue wait.
 	QueueCount, QueueSum float64
-	PromptTokens         float64 // cumulative
-	GenerationTokens     float64 // cumulative
+	// ITLCount and ITLSum are the cumulative count and sum of the engine's
+	// inter-token-latency histogram over every request it served (NaN where
+	// it exports none): between two readings, the decode time per token at
+	// the batch it ran, for free.
+	ITLCount, ITLSum float64
+	PromptTokens     float64 // cumulative
+	GenerationTokens float64 // cumulative
 	// PrefilledTokens is PromptTokens where the engine counts a prompt as
 	// its prefill completes (vLLM, llama.cpp), NaN where it counts prompts
 	// only as requests end (SGLang, TGI) or is not known to: only then does
@@ -48,6 +53,7 @@ type dialect struct {
 	waiting   []string
 	kv        []string
 	queue     []string // histogram, seconds
+	itl       []string // histogram of the time between tokens, seconds
 	prompt    []string // counter, or histogram whose sum counts tokens
 	generated []string
 	// atPrefill: the prompt counter moves as each prefill completes.
@@ -61,11 +67,13 @@ var dialects = []dialect{
 		running: []string{"vllm:num_requests_running"}, waiting: []string{"vllm:num_requests_waiting"},
 		kv:     []string{"vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"},
 		queue:  []string{"vllm:request_queue_time_seconds"},
+		itl:    []string{"vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds"},
 		prompt: []string{"vllm:prompt_tokens_total", "vllm:prompt_tokens"}, generated: []string{"vllm:generation_tokens_total", "vllm:generation_tokens"},
 		atPrefill: true},
 	{engine: "sglang",
 		running: []string{"sglang:num_running_reqs"}, waiting: []string{"sglang:num_queue_reqs"},
 		kv: []string{"sglang:token_usage"}, queue: []string{"sglang:queue_time_seconds"},
+		itl:    []string{"sglang:inter_token_latency_seconds", "sglang:time_per_output_token_seconds"},
 		prompt: []string{"sglang:prompt_tokens_total", "sglang:prompt_tokens"}, generated: []string{"sglang:generation_tokens_total", "sglang:generation_tokens"}},
 	{engine: "tgi",
 		running: []string{"tgi_batch_current_size"}, waiting: []string{"tgi_queue_size"},
@@ -82,6 +90,7 @@ var dialects = []dialect{
 	{engine: "nim",
 		running: []string{"num_requests_running"}, waiting: []string{"num_requests_waiting"},
 		kv: []string{"gpu_cache_usage_perc"}, queue: []string{"request_queue_time_seconds"},
+		itl:    []string{"time_per_output_token_seconds"},
 		prompt: []string{"prompt_tokens_total"}, generated: []string{"generation_tokens_total"}},
 }
 
@@ -98,7 +107,7 @@ func Engines() []string {
 var read = func() map[string]bool {
 	m := map[string]bool{"headroom_sim_info": true, "nv_trt_llm_request_metrics": true, "nv_trt_llm_kv_cache_block_metrics": true}
 	for _, d := range dialects {
-		for _, names := range [][]string{d.running, d.waiting, d.kv, d.queue, d.prompt, d.generated} {
+		for _, names := range [][]string{d.running, d.waiting, d.kv, d.queue, d.itl, d.prompt, d.generated} {
 			for _, n := range names {
 				m[n] = true
 			}
@@ -127,6 +136,7 @@ func Parse(r io.Reader, engine string) (Load, error) {
 		Running: gauge(mfs, d.running), Waiting: gauge(mfs, d.waiting), KVUsage: mean(mfs, d.kv),
 		PromptTokens: counter(mfs, d.prompt), GenerationTokens: counter(mfs, d.generated)}
 	l.QueueCount, l.QueueSum = histogram(mfs, d.queue)
+	l.ITLCount, l.ITLSum = histogram(mfs, d.itl)
 	l.PrefilledTokens = math.NaN()
 	if d.atPrefill {
 		l.PrefilledTokens = l.PromptTokens

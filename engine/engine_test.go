@@ -16,17 +16,17 @@ func TestParseEngines(t *testing.T) {
 		file, engine string
 		want         Load
 	}{
-		{"vllm.prom", "vllm", Load{Running: 7, Waiting: 3, KVUsage: 0.625, QueueCount: 100, QueueSum: 42.5, PromptTokens: 1234500, GenerationTokens: 456789}},
-		{"vllm-v0.prom", "vllm", Load{Running: 2, Waiting: 0, KVUsage: 0.125, QueueCount: nan, QueueSum: nan, PromptTokens: 1000, GenerationTokens: 2000}},
+		{"vllm.prom", "vllm", Load{Running: 7, Waiting: 3, KVUsage: 0.625, QueueCount: 100, QueueSum: 42.5, ITLCount: 5000, ITLSum: 40, PromptTokens: 1234500, GenerationTokens: 456789}},
+		{"vllm-v0.prom", "vllm", Load{Running: 2, Waiting: 0, KVUsage: 0.125, QueueCount: nan, QueueSum: nan, ITLCount: 10, ITLSum: 0.1, PromptTokens: 1000, GenerationTokens: 2000}},
 		// Two data-parallel ranks, each repeated per tensor rank: counted once per dp rank.
-		{"sglang.prom", "sglang", Load{Running: 7, Waiting: 2, KVUsage: 0.4, QueueCount: 10, QueueSum: 2.5, PromptTokens: 1500, GenerationTokens: 500}},
-		{"tgi.prom", "tgi", Load{Running: 12, Waiting: 5, KVUsage: nan, QueueCount: 40, QueueSum: 8, PromptTokens: 40960, GenerationTokens: 10240}},
-		{"llamacpp.prom", "llamacpp", Load{Running: 1, Waiting: 2, KVUsage: 0.25, QueueCount: nan, QueueSum: nan, PromptTokens: 5000, GenerationTokens: 2500}},
-		{"trtllm-triton.prom", "trtllm", Load{Running: 6, Waiting: 3, KVUsage: 0.25, QueueCount: nan, QueueSum: nan, PromptTokens: nan, GenerationTokens: nan}},
-		{"trtllm-serve.prom", "trtllm", Load{Running: nan, Waiting: nan, KVUsage: nan, QueueCount: 7, QueueSum: 0.7, PromptTokens: nan, GenerationTokens: nan}},
-		{"nim.prom", "nim", Load{Running: 5, Waiting: 1, KVUsage: 0.4, QueueCount: nan, QueueSum: nan, PromptTokens: 100, GenerationTokens: 50}},
+		{"sglang.prom", "sglang", Load{Running: 7, Waiting: 2, KVUsage: 0.4, QueueCount: 10, QueueSum: 2.5, ITLCount: 500, ITLSum: 11, PromptTokens: 1500, GenerationTokens: 500}},
+		{"tgi.prom", "tgi", Load{Running: 12, Waiting: 5, KVUsage: nan, QueueCount: 40, QueueSum: 8, ITLCount: nan, ITLSum: nan, PromptTokens: 40960, GenerationTokens: 10240}},
+		{"llamacpp.prom", "llamacpp", Load{Running: 1, Waiting: 2, KVUsage: 0.25, QueueCount: nan, QueueSum: nan, ITLCount: nan, ITLSum: nan, PromptTokens: 5000, GenerationTokens: 2500}},
+		{"trtllm-triton.prom", "trtllm", Load{Running: 6, Waiting: 3, KVUsage: 0.25, QueueCount: nan, QueueSum: nan, ITLCount: nan, ITLSum: nan, PromptTokens: nan, GenerationTokens: nan}},
+		{"trtllm-serve.prom", "trtllm", Load{Running: nan, Waiting: nan, KVUsage: nan, QueueCount: 7, QueueSum: 0.7, ITLCount: nan, ITLSum: nan, PromptTokens: nan, GenerationTokens: nan}},
+		{"nim.prom", "nim", Load{Running: 5, Waiting: 1, KVUsage: 0.4, QueueCount: nan, QueueSum: nan, ITLCount: nan, ITLSum: nan, PromptTokens: 100, GenerationTokens: 50}},
 		// headroom sim declares its time scale; its times are virtual.
-		{"sim.prom", "vllm", Load{Running: 3, Waiting: 1, KVUsage: 0.5, QueueCount: 4, QueueSum: 2, PromptTokens: 4096, GenerationTokens: 512, TimeScale: 20}},
+		{"sim.prom", "vllm", Load{Running: 3, Waiting: 1, KVUsage: 0.5, QueueCount: 4, QueueSum: 2, ITLCount: 508, ITLSum: 6.35, PromptTokens: 4096, GenerationTokens: 512, TimeScale: 20}},
 	}
 	// Only engines that count a prompt as its prefill completes say how much
 	// prefill a window held.
@@ -52,6 +52,7 @@ func TestParseEngines(t *testing.T) {
 			}
 			if !same(got.Running, w.Running) || !same(got.Waiting, w.Waiting) || !same(got.KVUsage, w.KVUsage) ||
 				!same(got.QueueCount, w.QueueCount) || !same(got.QueueSum, w.QueueSum) ||
+				!same(got.ITLCount, w.ITLCount) || !same(got.ITLSum, w.ITLSum) ||
 				!same(got.PromptTokens, w.PromptTokens) || !same(got.PrefilledTokens, prefilled[tc.engine]*w.PromptTokens) || !same(got.GenerationTokens, w.GenerationTokens) || got.TimeScale != w.TimeScale {
 				t.Errorf("got  %+v\nwant %+v", got, w)
 			}

@@ -58,6 +58,17 @@ func (e *Estimator) Record(s monitor.Sample) {
 		ITL: res.ITL().Seconds(), Decode: res.DecodeTPS(), Burst: s.Burst, Level: s.Level})
 }
 
+// engineSeries keys a target's engine decode readings in the store beside
+// its scenarios, whose names are never empty.
+const engineSeries = ""
+
+// Decoded implements monitor.Recorder: the engine's own decode readings
+// become points of every scenario's decode curves (capacity.Point.Engine).
+func (e *Estimator) Decoded(target string, d monitor.Decode) {
+	e.store.Add(target, engineSeries, capacity.Point{Time: d.Time, Load: d.Running, InFlight: d.Running,
+		TTFT: math.NaN(), E2E: math.NaN(), ITL: d.ITL, Decode: 1 / d.ITL, Engine: true})
+}
+
 // Burst implements monitor.Calibrator: of the target's use cases that want
 // a calibration burst now, those without a capacity first, and of those the
 // cheapest burst (its prompt tokens). The budget pays for a burst by its
@@ -73,7 +84,7 @@ func (e *Estimator) Burst(target string, load engine.Load, maxBurst int) (scenar
 	best, bestKnown := math.Inf(1), true
 	for _, u := range cfg.UseCases {
 		est := e.estimate(seeds, target, u, load.InFlight(), now)
-		k := capacity.Burst(est, load.InFlight(), load.Waiting, maxBurst)
+		k := capacity.Burst(est, load.InFlight(), load.Waiting, min(maxBurst, affordable(est.Points, cfg.ProbeBudget, u.Window)))
 		if k < 2 {
 			continue
 		}
@@ -84,6 +95,25 @@ func (e *Estimator) Burst(target string, load engine.Load, maxBurst int) (scenar
 		}
 	}
 	return scenario, n
+}
+
+// affordable is the largest burst of a use case's scenario that the budget
+// pays for within the use case's window. n prompts sent together keep the
+// target busy about n times a lone probe's prefill (they queue for it) plus
+// one decode, and the budget then holds every probe of the target back for
+// busy/budget: a burst that silences the target for longer than a window
+// leaves the window without probes. The prefill and decode are the
+// quickest seen. A burst of 57 probes at 64K context was aimed at a use case
+// whose capacity was 5, and paid for the next 80 minutes.
+func affordable(points []capacity.Point, budget float64, window time.Duration) int {
+	prefill, decode := math.Inf(1), math.Inf(1)
+	for _, p := range points {
+		prefill, decode = math.Min(prefill, p.TTFT), math.Min(decode, p.E2E-p.TTFT)
+	}
+	if len(points) == 0 || prefill <= 0 {
+		return 0
+	}
+	return int((budget*window.Seconds() - decode) / prefill)
 }
 
 // UseCases are the configured use cases, as the capacity model takes them.
@@ -124,7 +154,9 @@ func (e *Estimator) Estimates(status []collector.TargetStatus, now time.Time) []
 func (e *Estimator) estimate(seeds Seeds, target string, u config.UseCase, load float64, now time.Time) capacity.Estimate {
 	cu := useCase(u)
 	cu.Recent = now.Add(-u.Window)
-	return capacity.Seeded(target, cu, e.store.Window(target, u.Scenario, now.Add(-u.CurveWindow)), seeds[target][u.Scenario], load)
+	since := now.Add(-u.CurveWindow)
+	points := append(e.store.Window(target, u.Scenario, since), e.store.Window(target, engineSeries, since)...)
+	return capacity.Seeded(target, cu, points, seeds[target][u.Scenario], load)
 }
 
 // Reset implements monitor.Recorder: the target's server restarted or

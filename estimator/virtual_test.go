@@ -144,11 +144,11 @@ const seeds = 12
 
 // within is how many of the 180 runs TestShippedDefaultsInVirtualTime
 // must find within 15% or 1 request of the report, so that a change that
-// loses accuracy fails. Runs gave 28 and 29: goroutines that wake at one
-// instant of virtual time run in no fixed order, so a run near the
-// tolerance's edge can land either side, and the table is not compared
-// byte for byte. Issue 20 asks for 150.
-const within = 27
+// loses accuracy fails. A run gave 72: goroutines that wake at one instant
+// of virtual time run in no fixed order, so a run near the tolerance's edge
+// can land either side, and the table is not compared byte for byte.
+// Issue 20 asks for 150.
+const within = 68
 
 // TestShippedDefaultsInVirtualTime runs the daemon with the shipped
 // configuration (one target, every default scenario and use case, the

@@ -45,7 +45,17 @@ type Sample struct {
 // that is gone.
 type Recorder interface {
 	Record(Sample)
+	Decoded(target string, d Decode)
 	Reset(target string)
+}
+
+// Decode is what the engine's own inter-token-latency histogram said of a
+// span of time (decodeSpan): the mean time between tokens over every
+// request it served, production's included, at the batch it ran then.
+type Decode struct {
+	Time    time.Time // when the span began
+	Running float64   // the mean of the span's readings
+	ITL     float64   // seconds
 }
 
 // Calibrator chooses calibration bursts (config calibration:): the scenario
@@ -208,6 +218,7 @@ type target struct {
 	mu       sync.Mutex
 	load     engine.Load
 	seen     engine.Load // the last reading, kept while the metrics are down
+	decode   decodeSpan
 	up       bool
 	lastErr  string
 	next     map[string]time.Time // scenario -> its next probe, at the earliest
@@ -223,6 +234,14 @@ func (a *loadAcc) add(v float64) {
 		a.sum += v
 		a.n++
 	}
+}
+
+// mean is NaN with no reading.
+func (a *loadAcc) mean() float64 {
+	if a.n == 0 {
+		return math.NaN()
+	}
+	return a.sum / a.n
 }
 
 // newClients builds a target's HTTP clients from its http_client_config.
@@ -365,6 +384,10 @@ func (t *target) scrape(ctx context.Context) (engine.Load, bool) {
 		if t.m.rec != nil {
 			t.m.rec.Reset(t.cfg.Name)
 		}
+		t.decode = decodeSpan{}
+	}
+	if d, ok := t.decode.add(l, time.Now()); ok && t.m.rec != nil {
+		t.m.rec.Decoded(t.cfg.Name, d)
 	}
 	t.up, t.lastErr, t.load, t.seen = true, "", l, l
 	for acc := range t.inFlight {
@@ -601,10 +624,7 @@ func (t *target) probeOnce(ctx context.Context, sc config.Scenario, pr *probe.Pr
 	}
 	t.m.logger.Debug("probe", "target", t.cfg.Name, "scenario", sc.Name, "ttft", res.TTFT, "itl", res.ITL(),
 		"decode_tps", res.DecodeTPS(), "prompt_tokens", res.PromptTokens, "output_tokens", res.CompletionTokens)
-	inFlight := math.NaN()
-	if acc.n > 0 {
-		inFlight = acc.sum / acc.n
-	}
+	inFlight := acc.mean()
 	burst := 0
 	if n > 1 {
 		burst = n

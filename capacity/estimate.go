@@ -185,13 +185,17 @@ func Evaluate(target string, u UseCase, points []Point, load float64) Estimate {
 	return e
 }
 
-// split sorts a window's points by the curve they feed: lone probes the
-// steady one; bursts and the lone probes that met no other prefill, bursts
-// of one, the burst one. A burst of one is tagged with its prefill level,
-// as a burst is, whatever else was decoding; where that level is not known,
-// a lone probe counts as one when it ran at up to 1.5 requests in flight.
+// split sorts a window's points by the curve they feed, leaving out those
+// in a burst's aftermath: lone probes the steady one; bursts and the lone
+// probes that met no other prefill, bursts of one, the burst one. A burst
+// of one is tagged with its prefill level, as a burst is, whatever else was
+// decoding; where that level is not known, a lone probe counts as one when
+// it ran at up to 1.5 requests in flight.
 func split(points []Point) (lone, together []Point) {
 	for _, p := range points {
+		if p.Aftermath {
+			continue
+		}
 		if p.Burst > 0 {
 			together = append(together, p)
 			continue

@@ -40,6 +40,11 @@ type Point struct {
 	// time between tokens, TTFT and E2E NaN. Such points feed the decode
 	// curves only (engineDecode).
 	Engine bool `json:"engine,omitempty"`
+	// Aftermath marks a lone probe that was the first request its server
+	// took after a calibration burst, and may have paid for the burst
+	// (llama.cpp saves a burst's slots as the next task takes one). It
+	// counts for no curve and no margin.
+	Aftermath bool `json:"aftermath,omitempty"`
 }
 
 // MaxPoints bounds each series whatever the uptime: at the shortest interval

@@ -55,7 +55,7 @@ func (e *Estimator) state() (*config.Config, Seeds) {
 func (e *Estimator) Record(s monitor.Sample) {
 	res := s.Result
 	e.store.Add(s.Target, s.Scenario, capacity.Point{Time: s.Time, Load: s.Load, InFlight: s.InFlight, TTFT: res.TTFT.Seconds(), E2E: res.E2E.Seconds(),
-		ITL: res.ITL().Seconds(), Decode: res.DecodeTPS(), Burst: s.Burst, Level: s.Level})
+		ITL: res.ITL().Seconds(), Decode: res.DecodeTPS(), Burst: s.Burst, Level: s.Level, Aftermath: s.Aftermath})
 }
 
 // engineSeries keys a target's engine decode readings in the store beside

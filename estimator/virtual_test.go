@@ -34,8 +34,10 @@ type watched struct {
 	est       capacity.Estimate // at the horizon
 	first     time.Duration     // to the first capacity estimate; -1: none
 	occupancy float64           // probe busy time over the run, as headroom_probe_busy_seconds_total counts it
-	bursts    int
-	done      bool // the run completed (-run may pick some runs alone)
+	bursts    []time.Time       // when each calibration burst was logged
+	sizes     []int             // and its probes
+	start     time.Time         // when probing started
+	done      bool              // the run completed (-run may pick some runs alone)
 }
 
 // watch runs the shipped monitor and estimator, configured by cfgText (its
@@ -44,13 +46,23 @@ type watched struct {
 // levels in turn. All of it, HTTP included, runs inside a synctest bubble:
 // time moves when every goroutine waits, so an hour takes seconds.
 func watch(t *testing.T, prof sim.Profile, cfgText string, load sim.Pattern, shape sim.Shape, useCase string, seed uint64) watched {
+	return watchServer(t, prof, nil, cfgText, load, shape, useCase, seed)
+}
+
+// watchServer is watch with the simulator's handler wrapped (nil: as is),
+// as a real engine differs from it.
+func watchServer(t *testing.T, prof sim.Profile, wrap func(http.Handler) http.Handler, cfgText string, load sim.Pattern, shape sim.Shape, useCase string, seed uint64) watched {
 	var w watched
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		srv := sim.NewServer(prof, 1, "vllm")
 		ln := memnet.Listen()
-		hs := &http.Server{Handler: srv.Handler()}
+		h := srv.Handler()
+		if wrap != nil {
+			h = wrap(h)
+		}
+		hs := &http.Server{Handler: h}
 		var wg sync.WaitGroup
 		wg.Go(func() { _ = hs.Serve(ln) })
 		wg.Go(func() { srv.Run(ctx) })
@@ -98,7 +110,8 @@ func watch(t *testing.T, prof sim.Profile, cfgText string, load sim.Pattern, sha
 		}
 		mon.Stop()
 		w.occupancy = testutil.ToFloat64(probes.Busy("sim")) / paid.Sub(start).Seconds()
-		w.bursts = logs.n
+		w.bursts, w.sizes = logs.times, logs.sizes
+		w.start = start
 		cancel()
 		_ = hs.Close()
 		_ = ln.Close()
@@ -108,17 +121,23 @@ func watch(t *testing.T, prof sim.Profile, cfgText string, load sim.Pattern, sha
 	return w
 }
 
-// burstCounter counts the monitor's calibration bursts from its log.
+// burstCounter keeps when the monitor logged each calibration burst, and
+// how large it was.
 type burstCounter struct {
-	mu sync.Mutex
-	n  int
+	mu    sync.Mutex
+	times []time.Time
+	sizes []int
 }
 
 func (b *burstCounter) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if bytes.Contains(p, []byte(`msg="calibration burst"`)) {
-		b.n++
+		n := 0
+		if i := bytes.Index(p, []byte(" probes=")); i >= 0 {
+			fmt.Sscanf(string(p[i+len(" probes="):]), "%d", &n)
+		}
+		b.times, b.sizes = append(b.times, time.Now()), append(b.sizes, n)
 	}
 	return len(p), nil
 }
@@ -227,7 +246,7 @@ func TestShippedDefaultsInVirtualTime(t *testing.T) {
 				if w.first >= 0 {
 					firsts = append(firsts, w.first.Minutes())
 				}
-				bursts = append(bursts, float64(w.bursts))
+				bursts = append(bursts, float64(len(w.bursts)))
 				occ = math.Max(occ, w.occupancy)
 				if sim.CapacityWithin(w.est.Capacity, rw.u.Capacity, rw.u.Capped, false) {
 					ok++

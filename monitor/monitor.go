@@ -36,8 +36,11 @@ type Sample struct {
 	Burst          int // probes sent together, itself included; 0 for a lone probe
 	// Level is, for a lone probe, what Load is for a burst's (BurstLevel);
 	// 0 where the engine does not count the prompt tokens it prefills.
-	Level  float64
-	Result probe.Result
+	Level float64
+	// Aftermath: a lone probe that was the first request the engine took
+	// after a burst (probeN), which can pay for the burst.
+	Aftermath bool
+	Result    probe.Result
 }
 
 // Recorder receives probe samples (the capacity model), and hears when a
@@ -214,6 +217,9 @@ type target struct {
 	wg     sync.WaitGroup
 	// scrapeMu orders the target's engine scrapes.
 	scrapeMu sync.Mutex
+	// afterBurst marks the last burst until the next probe: the probe loop's
+	// own, read and written by it alone.
+	afterBurst burstMark
 
 	mu       sync.Mutex
 	load     engine.Load
@@ -224,6 +230,13 @@ type target struct {
 	next     map[string]time.Time // scenario -> its next probe, at the earliest
 	inFlight map[*loadAcc]bool    // the probes running now
 	prefills map[*prefillLog]bool // the prefill counter as read while they run
+}
+
+// burstMark is a burst whose aftermath no probe has met yet, and the
+// engine's prompt counter as it ended.
+type burstMark struct {
+	pending bool
+	prompt  float64
 }
 
 // loadAcc averages the load readings taken while a probe is in flight.
@@ -522,6 +535,15 @@ func (t *target) probeN(ctx context.Context, sc config.Scenario, n int) (busy ti
 	if t.cfg.Engine != "none" {
 		before, beforeOK = t.scrape(ctx)
 	}
+	// The first request a server takes after a burst can pay for the burst:
+	// llama.cpp saves the burst's slots to its prompt cache when the next
+	// task takes a slot, and that request's first token came 2.6-4.0 s
+	// late instead of 0.3 s on an H100. Waiting does not clear it; another
+	// request does. So a lone probe is in the aftermath when the engine has
+	// prefilled no prompt since the burst ended (or cannot say), and is
+	// kept off the curves and margins (capacity.Point.Aftermath).
+	aftermath := n == 1 && t.afterBurst.pending && !(before.PromptTokens > t.afterBurst.prompt)
+	t.afterBurst.pending = false
 	var prefill *prefillLog // read by every scrape until the probes are done
 	if beforeOK && !math.IsNaN(before.PrefilledTokens) {
 		prefill = &prefillLog{}
@@ -554,8 +576,14 @@ func (t *target) probeN(ctx context.Context, sc config.Scenario, n int) (busy ti
 		delete(t.prefills, prefill)
 		t.mu.Unlock()
 	}
+	if n > 1 {
+		t.mu.Lock()
+		t.afterBurst = burstMark{pending: true, prompt: t.seen.PromptTokens}
+		t.mu.Unlock()
+	}
 	switch {
 	case n == 1 && len(samples) == 1:
+		samples[0].Aftermath = aftermath
 		// A lone probe's level says whether it met another prefill: one that
 		// met none is a burst of one, whatever was decoding (capacity.split).
 		if prefill != nil {

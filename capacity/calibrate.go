@@ -38,7 +38,7 @@ func Burst(e Estimate, load, queued float64, maxBurst int) int {
 	if load > loads[len(loads)/2] {
 		return 0
 	}
-	// The smallest burst that raises the level MinSpread past a burst of one,
+	// The smallest burst that raises the level MinBurstSpread past a burst of one,
 	// at least two: a burst that cannot spread the levels cannot carry a fit.
 	// A lone probe counts as one at up to level 1.5 (split), so its level can
 	// lie above 1.
@@ -51,7 +51,7 @@ func Burst(e Estimate, load, queued float64, maxBurst int) int {
 	if math.IsInf(idle, 1) {
 		idle = 1
 	}
-	least := max(math.Ceil(idle+MinSpread-queued), 2)
+	least := max(math.Ceil(idle+MinBurstSpread-queued), 2)
 	a, ok := choose(aims(e.SLOs, load, queued, math.Max(loads[len(loads)-1], MinSpread+1)), least)
 	if !ok {
 		return 0
@@ -87,6 +87,14 @@ func aims(slos []SLO, load, queued, first float64) []aim {
 			a.base = queued // an E2E's curve reaches a load once its TTFT's does
 		}
 		a.level = nextLevel(a.ms, first)
+		if s.Name == "ttft_seconds" && len(a.ms) == 1 && a.ms[0].Value > 0 && a.ms[0].Value < 1 {
+			// From one level only: requests sent together queue for one
+			// prefill compute, so the TTFT of n grows about as n times one
+			// request's (burstReach), and the first burst aims where that
+			// reaches the threshold. At a long context that is a burst of
+			// two or three, not the highest load production made.
+			a.level = math.Max(math.Round(a.ms[0].Load/(1-a.ms[0].Value)), 2)
+		}
 		a.breaks = s.BurstCapacity
 		if math.IsNaN(a.breaks) || a.open {
 			a.breaks = a.level

@@ -341,6 +341,13 @@ func TestBurst(t *testing.T) {
 		}
 		return ps
 	}
+	slowLone := func(ttft float64, loads ...float64) []Point {
+		ps := lone(loads...)
+		for i := range ps {
+			ps[i].TTFT = ttft
+		}
+		return ps
+	}
 	// burst adds a burst of n probes at a level whose mean TTFT is ttft
 	// against the 1 s threshold below: its margin is 1-ttft.
 	burst := func(ps []Point, level float64, n int, ttft float64) []Point {
@@ -357,8 +364,9 @@ func TestBurst(t *testing.T) {
 	}{
 		{"no probe yet", nil, 1, 0, 8, 0},
 		{"first burst: production's highest load", lone(2, 2, 6, 6, 6), 1, 0, 8, 6},
-		{"first burst: at least MinSpread+1", lone(1, 1, 1), 0, 0, 8, 3},
-		{"first burst: MinSpread past the idle probe", lone(1.2, 1.2, 1.2), 1, 0, 8, 4},
+		// From one level: where n times one request's TTFT (0.1 s) reaches 1 s.
+		{"first burst: n times one request's TTFT", lone(1, 1, 1), 0, 0, 16, 10},
+		{"first burst: MinBurstSpread past the idle probe", slowLone(0.45, 1.2, 1.2, 1.2), 1, 0, 8, 3},
 		{"queued requests arrive with it", lone(2, 2, 6, 6, 6), 2, 2, 8, 4},
 		{"at most maxBurst", lone(2, 20, 20), 1, 0, 8, 8},
 		{"at least two", lone(3, 3, 3), 3, 2, 8, 2},
@@ -428,17 +436,17 @@ func TestBurst(t *testing.T) {
 	if got := Burst(Evaluate("a", decode, bracketed, 20), 20, 0, 64); got != 0 {
 		t.Errorf("decode bracketed, TTFT beyond it: Burst = %d, want 0", got)
 	}
-	// Decode, measured at 23 in flight, is expected to break at 23.25, 2.25
-	// requests above the 21 running: any burst measures that, so TTFT's aim
-	// (margins 0.9 at level 1, 0.7 at 3: zero at 10) chooses the size.
-	near := append(withDecode(1, 21, 21, 21), Point{Time: t0, Load: 3, InFlight: 23, TTFT: 0.3, Decode: 11, Burst: 3})
+	// Decode, measured at 22 in flight, is expected to break just past 22,
+	// one request above the 21 running: any burst measures that, so TTFT's
+	// aim (margins 0.9 at level 1, 0.7 at 3: zero at 10) chooses the size.
+	near := append(withDecode(1, 21, 21, 21), Point{Time: t0, Load: 3, InFlight: 22, TTFT: 0.3, Decode: 11, Burst: 3})
 	if got := Burst(Evaluate("a", decode, near, 21), 21, 0, 16); got != 10 {
 		t.Errorf("decode about to break: Burst = %d, want TTFT's 10", got)
 	}
-	// A burst too small to spread the levels carries no fit: decode alone
-	// would want a batch of 3, one more than the 2 running.
-	if got := Burst(Evaluate("a", UseCase{Name: "d", Statistic: "mean", DecodeMin: 10}, withDecode(1, 2, 2), 2), 2, 0, 8); got != 3 {
-		t.Errorf("first burst with 2 running: %d, want 3", got)
+	// No burst is smaller than two, which spreads the levels by
+	// MinBurstSpread past the idle probe's.
+	if got := Burst(Evaluate("a", UseCase{Name: "d", Statistic: "mean", DecodeMin: 10}, withDecode(1, 2, 2), 2), 2, 0, 8); got != 2 {
+		t.Errorf("first burst with 2 running: %d, want 2", got)
 	}
 	// An SLO breached now: more load would only hurt.
 	slow := lone(1, 1, 1)

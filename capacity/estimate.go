@@ -27,7 +27,12 @@ type UseCase struct {
 const (
 	MinSamples = 8   // probes in the window before a capacity is estimated
 	MinSpread  = 2.0 // observed loads must span at least this many requests
-	Reach      = 2.0 // extrapolate at most to this multiple of the highest observed load
+	// MinBurstSpread is MinSpread for bursts: a burst's level is one cell of
+	// a report, set by the burst, not a wandering load; a burst of two
+	// beside a burst of one already gives TTFT's slope, at a long context
+	// for a third less than a burst of three.
+	MinBurstSpread = 1.0
+	Reach          = 2.0 // extrapolate at most to this multiple of the highest observed load
 )
 
 // SLO is one threshold of a use case, as exported in headroom_slo_threshold.
@@ -382,8 +387,8 @@ func steadyEnough(lone []Point) string {
 // a benchmark cell: its mean stands for its level as one cell of a report
 // does, so levels, not samples, are what it needs.
 func burstEnough(together []Point) string {
-	if spread := loadSpread(together); !(spread >= MinSpread) {
-		return fmt.Sprintf("burst levels span %.1f requests, %.0f needed", math.Max(0, spread), MinSpread)
+	if spread := loadSpread(together); !(spread >= MinBurstSpread) {
+		return fmt.Sprintf("burst levels span %.1f requests, %.0f needed", math.Max(0, spread), MinBurstSpread)
 	}
 	return ""
 }

@@ -163,11 +163,11 @@ const seeds = 12
 
 // within is how many of the 180 runs TestShippedDefaultsInVirtualTime
 // must find within 15% or 1 request of the report, so that a change that
-// loses accuracy fails. A run gave 72: goroutines that wake at one instant
-// of virtual time run in no fixed order, so a run near the tolerance's edge
-// can land either side, and the table is not compared byte for byte.
-// Issue 20 asks for 150.
-const within = 68
+// loses accuracy fails. A run gave 77: goroutines that wake at one
+// instant of virtual time run in no fixed order, so a run near the
+// tolerance's edge can land either side, and the table is not compared
+// byte for byte. Issue 20 asks for 150.
+const within = 70
 
 // TestShippedDefaultsInVirtualTime runs the daemon with the shipped
 // configuration (one target, every default scenario and use case, the
@@ -210,7 +210,12 @@ func TestShippedDefaultsInVirtualTime(t *testing.T) {
 			for seed := range n {
 				t.Run(fmt.Sprintf("%s/%s/%d", rw.report, u.Name, seed+1), func(t *testing.T) {
 					t.Parallel()
-					load := sim.Steps{Levels: ls, Hold: horizon.Seconds() / float64(len(ls))}
+					// The levels span the hour from when probing starts
+					// (watch waits 7 s per seed): a cycle of them ending
+					// before the hour would drop the load to the first
+					// level just as the estimate is read.
+					span := horizon + time.Duration(seed+1)*7*time.Second
+					load := sim.Steps{Levels: ls, Hold: span.Seconds() / float64(len(ls))}
 					w := watch(t, prof, cfgText, load, sim.Shape{Context: u.Context, Output: u.Output, Weight: 1}, u.Name, seed+1)
 					if w.occupancy > 0.02+1e-4 {
 						t.Errorf("probes occupied %.2f%% of the time, budget 2%%", 100*w.occupancy)

@@ -83,7 +83,7 @@ var dialects = []dialect{
 		running: []string{"llamacpp:requests_processing"}, waiting: []string{"llamacpp:requests_deferred"},
 		kv:     []string{"llamacpp:kv_cache_usage_ratio"},
 		prompt: []string{"llamacpp:prompt_tokens_total"}, generated: []string{"llamacpp:tokens_predicted_total"},
-		atPrefill: true},
+		atPrefill: true, custom: llamacppITL},
 	{engine: "trtllm", // trtllm-serve (/prometheus/metrics) and Triton's TensorRT-LLM backend
 		queue:  []string{"trtllm_request_queue_time_seconds", "trtllm:request_queue_time_seconds"},
 		custom: tritonTRTLLM},
@@ -105,7 +105,8 @@ func Engines() []string {
 
 // read lists every metric name some dialect reads, and the sim's info metric.
 var read = func() map[string]bool {
-	m := map[string]bool{"headroom_sim_info": true, "nv_trt_llm_request_metrics": true, "nv_trt_llm_kv_cache_block_metrics": true}
+	m := map[string]bool{"headroom_sim_info": true, "nv_trt_llm_request_metrics": true, "nv_trt_llm_kv_cache_block_metrics": true,
+		"llamacpp:tokens_predicted_seconds_total": true}
 	for _, d := range dialects {
 		for _, names := range [][]string{d.running, d.waiting, d.kv, d.queue, d.itl, d.prompt, d.generated} {
 			for _, n := range names {
@@ -286,6 +287,15 @@ func histogram(mfs map[string]*dto.MetricFamily, names []string) (count, sum flo
 		sum += m.GetHistogram().GetSampleSum()
 	}
 	return count, sum
+}
+
+// llamacppITL reads llama.cpp's decode time: it exports no inter-token
+// histogram, but counts the tokens its slots generated and the time they
+// spent generating them (both as each request ends), whose ratio is the
+// mean time between tokens, as a histogram's sum over its count is.
+func llamacppITL(mfs map[string]*dto.MetricFamily, l *Load) {
+	l.ITLCount = counter(mfs, []string{"llamacpp:tokens_predicted_total"})
+	l.ITLSum = counter(mfs, []string{"llamacpp:tokens_predicted_seconds_total"})
 }
 
 // tritonTRTLLM reads Triton's nv_trt_llm_* gauges, whose meaning is in a label.

@@ -21,7 +21,7 @@ func TestParseEngines(t *testing.T) {
 		// Two data-parallel ranks, each repeated per tensor rank: counted once per dp rank.
 		{"sglang.prom", "sglang", Load{Running: 7, Waiting: 2, KVUsage: 0.4, QueueCount: 10, QueueSum: 2.5, ITLCount: 500, ITLSum: 11, PromptTokens: 1500, GenerationTokens: 500}},
 		{"tgi.prom", "tgi", Load{Running: 12, Waiting: 5, KVUsage: nan, QueueCount: 40, QueueSum: 8, ITLCount: nan, ITLSum: nan, PromptTokens: 40960, GenerationTokens: 10240}},
-		{"llamacpp.prom", "llamacpp", Load{Running: 1, Waiting: 2, KVUsage: 0.25, QueueCount: nan, QueueSum: nan, ITLCount: nan, ITLSum: nan, PromptTokens: 5000, GenerationTokens: 2500}},
+		{"llamacpp.prom", "llamacpp", Load{Running: 1, Waiting: 2, KVUsage: 0.25, QueueCount: nan, QueueSum: nan, ITLCount: 2500, ITLSum: 31.25, PromptTokens: 5000, GenerationTokens: 2500}},
 		{"trtllm-triton.prom", "trtllm", Load{Running: 6, Waiting: 3, KVUsage: 0.25, QueueCount: nan, QueueSum: nan, ITLCount: nan, ITLSum: nan, PromptTokens: nan, GenerationTokens: nan}},
 		{"trtllm-serve.prom", "trtllm", Load{Running: nan, Waiting: nan, KVUsage: nan, QueueCount: 7, QueueSum: 0.7, ITLCount: nan, ITLSum: nan, PromptTokens: nan, GenerationTokens: nan}},
 		{"nim.prom", "nim", Load{Running: 5, Waiting: 1, KVUsage: 0.4, QueueCount: nan, QueueSum: nan, ITLCount: nan, ITLSum: nan, PromptTokens: 100, GenerationTokens: 50}},

@@ -6,9 +6,18 @@ WORKDIR /src
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
+# .git stays out of the build context (.dockerignore), so the revision and
+# branch come in as arguments:
+#   docker build --build-arg VERSION=$(git describe --tags --always) \
+#     --build-arg REVISION=$(git rev-parse HEAD) --build-arg BRANCH=$(git branch --show-current) .
 ARG VERSION=dev
+ARG REVISION=unknown
+ARG BRANCH=unknown
 RUN CGO_ENABLED=1 CGO_CFLAGS="-O2 -Wno-deprecated-declarations" \
-    go build -trimpath -ldflags "-s -w -X github.com/prometheus/common/version.Version=${VERSION}" \
+    go build -trimpath -ldflags "-s -w \
+      -X github.com/prometheus/common/version.Version=${VERSION} \
+      -X github.com/prometheus/common/version.Revision=${REVISION} \
+      -X github.com/prometheus/common/version.Branch=${BRANCH}" \
     -o /out/headroom ./cmd/headroom
 
 FROM gcr.io/distroless/base-debian12:nonroot

@@ -39,11 +39,7 @@ func TestDemoUnderPrometheus(t *testing.T) {
 		t.Skip("minutes long")
 	}
 	dir := t.TempDir()
-	bin := filepath.Join(dir, "headroom")
-	build := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "../cmd/headroom")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := headroomBinary(t)
 	demoAddr, promAddr := freePort(t), freePort(t)
 	start(t, filepath.Join(dir, "demo.log"), bin, "demo", "--web.listen-address="+demoAddr, "--log.level=warn")
 

@@ -10,6 +10,8 @@ import (
 	"github.com/caarlos0/env/v11"
 	"github.com/prometheus/common/promslog"
 	"github.com/prometheus/common/version"
+
+	"github.com/headroom-dev/headroom/internal/buildinfo"
 )
 
 // settings are the daemon's flags' defaults, overridable by HEADROOM_* variables.
@@ -22,6 +24,7 @@ type settings struct {
 }
 
 func main() {
+	buildinfo.Fill()
 	os.Exit(run(os.Args[1:]))
 }
 

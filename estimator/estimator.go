@@ -70,11 +70,11 @@ func (e *Estimator) Decoded(target string, d monitor.Decode) {
 }
 
 // Burst implements monitor.Calibrator: of the target's use cases that want
-// a calibration burst now, those without a capacity first, and of those the
-// cheapest burst (its prompt tokens). The budget pays for a burst by its
+// a calibration burst now, those without a capacity first (first), and of
+// those the cheapest burst (its prompt tokens). The budget pays for a burst by its
 // length; one large burst for a use case that has an estimate would starve
 // the others of theirs for an hour.
-func (e *Estimator) Burst(target string, load engine.Load, maxBurst int) (scenario string, n int) {
+func (e *Estimator) Burst(target string, load engine.Load, maxBurst int) (scenario string, n int, first bool) {
 	cfg, seeds := e.state()
 	now := time.Now()
 	scenarios := map[string]config.Scenario{}
@@ -94,7 +94,7 @@ func (e *Estimator) Burst(target string, load engine.Load, maxBurst int) (scenar
 			scenario, n, best, bestKnown = u.Scenario, k, cost, known
 		}
 	}
-	return scenario, n
+	return scenario, n, n > 1 && !bestKnown
 }
 
 // affordable is the largest burst of a use case's scenario that the budget

@@ -63,9 +63,10 @@ type Decode struct {
 
 // Calibrator chooses calibration bursts (config calibration:): the scenario
 // of a target to probe with n concurrent probes now, given the target's load;
-// n < 2 for none. It is asked before each probe while calibration is enabled.
+// n < 2 for none. first says the burst is for a use case with no capacity
+// yet. It is asked before each probe while calibration is enabled.
 type Calibrator interface {
-	Burst(target string, load engine.Load, maxBurst int) (scenario string, n int)
+	Burst(target string, load engine.Load, maxBurst int) (scenario string, n int, first bool)
 }
 
 // Monitor owns the per-target loops. Apply swaps configurations safely.
@@ -443,7 +444,11 @@ func (t *target) probeLoop(ctx context.Context) {
 		t.m.ready[t.cfg.Name] = sched.Ready()
 		t.m.readyMu.Unlock()
 	}()
-	burst := false // a burst never follows a burst: the schedule's own probes keep their turn
+	// A burst follows a burst only when it is another scenario's first
+	// estimate: otherwise the schedule's own probes keep their turn. Five
+	// scenarios queueing for their first estimate behind one another's
+	// lone probes took most of an hour at the default budget.
+	last := ""
 	for {
 		t.publish(sched, names)
 		name, at := sched.Next()
@@ -451,10 +456,14 @@ func (t *target) probeLoop(ctx context.Context) {
 			return
 		}
 		n := 1
-		if b, k := t.wantBurst(); k > 1 && !burst {
+		if b, k, first := t.wantBurst(); k > 1 && (last == "" || first && b != last) {
 			name, n = b, k
 		}
-		burst = n > 1
+		burst := n > 1
+		last = ""
+		if burst {
+			last = name
+		}
 		sc, _ := scenario(t.scenarios, name)
 		start := time.Now()
 		busy, ok := t.probeN(ctx, sc, n)
@@ -482,15 +491,15 @@ func (t *target) publish(sched *Schedule, names []string) {
 }
 
 // wantBurst asks the calibrator, when there is one and calibration is on.
-func (t *target) wantBurst() (string, int) {
+func (t *target) wantBurst() (string, int, bool) {
 	if t.m.cal == nil || !t.calib.Enabled || t.cfg.Engine == "none" {
-		return "", 0
+		return "", 0, false
 	}
 	t.mu.Lock()
 	load, up := t.load, t.up
 	t.mu.Unlock()
 	if !up {
-		return "", 0
+		return "", 0, false
 	}
 	return t.m.cal.Burst(t.cfg.Name, load, t.calib.MaxBurst)
 }

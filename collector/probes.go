@@ -1,5 +1,5 @@
 // Package collector exports headroom's measurements as Prometheus metrics. The
-// names are the contract of DESIGN.md that dashboards and alerts build on.
+// names are the contract (internal/contract) that dashboards and alerts build on.
 package collector
 
 import (

@@ -1,35 +1,73 @@
-// Package contract reads the metric names of DESIGN.md's metrics table, the
-// contract that dashboards and alerts are checked against.
+// Package contract is headroom's metric contract: every metric it exports,
+// with its type and labels. Dashboards, alert rules and users' queries
+// depend on these names, so the daemon's /metrics, README's metric table,
+// the dashboards and the rules are all checked against this one table. A
+// name changes only with a strong reason, everywhere at once.
 package contract
 
 import (
-	"fmt"
-	"os"
 	"regexp"
+	"slices"
 )
 
-var row = regexp.MustCompile(`(?m)^\| (headroom_[a-z0-9_]+) \|`)
+// Metric is one exported metric family.
+type Metric struct {
+	Name   string
+	Type   string   // counter, gauge or histogram
+	Labels []string // sorted
+}
+
+// Metrics is the contract.
+var Metrics = []Metric{
+	{"headroom_probe_ttft_seconds", "histogram", []string{"scenario", "target"}},
+	{"headroom_probe_itl_seconds", "histogram", []string{"scenario", "target"}},
+	{"headroom_probe_decode_tokens_per_second", "histogram", []string{"scenario", "target"}},
+	{"headroom_probe_e2e_seconds", "histogram", []string{"scenario", "target"}},
+	{"headroom_probe_prefill_tokens_per_second", "histogram", []string{"scenario", "target"}},
+	{"headroom_probe_queue_wait_seconds", "histogram", []string{"scenario", "target"}},
+	{"headroom_probe_stall_seconds", "histogram", []string{"scenario", "target"}},
+	{"headroom_probe_input_tokens", "gauge", []string{"scenario", "target"}},
+	{"headroom_probes_total", "counter", []string{"result", "scenario", "target"}},
+	{"headroom_probe_last_success_timestamp_seconds", "gauge", []string{"scenario", "target"}},
+	{"headroom_probe_busy_seconds_total", "counter", []string{"target"}},
+	{"headroom_target_info", "gauge", []string{"engine", "model", "target", "url"}},
+	{"headroom_target_up", "gauge", []string{"target"}},
+	{"headroom_target_requests", "gauge", []string{"state", "target"}},
+	{"headroom_target_kv_cache_usage_ratio", "gauge", []string{"target"}},
+	{"headroom_load_requests", "gauge", []string{"target"}},
+	{"headroom_slo_threshold", "gauge", []string{"slo", "use_case"}},
+	{"headroom_slo_margin_ratio", "gauge", []string{"target", "use_case"}},
+	{"headroom_capacity_requests", "gauge", []string{"target", "use_case"}},
+	{"headroom_free_requests", "gauge", []string{"target", "use_case"}},
+	{"headroom_ratio", "gauge", []string{"target", "use_case"}},
+	{"headroom_capacity_samples", "gauge", []string{"target", "use_case"}},
+	{"headroom_gpu_power_watts", "gauge", []string{"gpu", "target", "uuid"}},
+	{"headroom_gpu_energy_joules_total", "counter", []string{"gpu", "target", "uuid"}},
+	{"headroom_gpu_power_limit_watts", "gauge", []string{"gpu", "target", "uuid"}},
+	{"headroom_energy_joules_per_token", "gauge", []string{"target"}},
+	{"headroom_build_info", "gauge", []string{"branch", "goarch", "goos", "goversion", "revision", "tags", "version"}},
+	{"headroom_config_last_reload_successful", "gauge", nil},
+	{"headroom_config_last_reload_success_timestamp_seconds", "gauge", nil},
+}
 
 var suffix = regexp.MustCompile(`_(bucket|count|sum)$`)
 
-// Names returns the metric names of the design document at path.
-func Names(path string) (map[string]bool, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
+// Lookup finds the metric a series name belongs to, reading a histogram's
+// _bucket, _count and _sum series as the histogram.
+func Lookup(series string) (Metric, bool) {
+	i := slices.IndexFunc(Metrics, func(m Metric) bool { return m.Name == series })
+	if i < 0 {
+		base := suffix.ReplaceAllString(series, "")
+		i = slices.IndexFunc(Metrics, func(m Metric) bool { return m.Name == base && m.Type == "histogram" })
 	}
-	names := map[string]bool{}
-	for _, m := range row.FindAllStringSubmatch(string(b), -1) {
-		names[m[1]] = true
+	if i < 0 {
+		return Metric{}, false
 	}
-	if len(names) < 20 {
-		return nil, fmt.Errorf("%s: only %d metric names in its table", path, len(names))
-	}
-	return names, nil
+	return Metrics[i], true
 }
 
-// Has reports whether a series name belongs to a contract metric, reading a
-// histogram's _bucket, _count and _sum series as the histogram.
-func Has(names map[string]bool, series string) bool {
-	return names[series] || names[suffix.ReplaceAllString(series, "")]
+// Has reports whether a series name belongs to a contract metric.
+func Has(series string) bool {
+	_, ok := Lookup(series)
+	return ok
 }

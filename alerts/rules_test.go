@@ -3,12 +3,15 @@
 package alerts
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/headroom-dev/headroom/config"
 	"github.com/headroom-dev/headroom/internal/contract"
 )
 
@@ -71,6 +74,92 @@ func TestEveryAlertHasARunbook(t *testing.T) {
 	for _, a := range regexp.MustCompile(`runbook_url: \S+#(\S+)`).FindAllStringSubmatch(string(rules), -1) {
 		if !strings.Contains(strings.ToLower(string(book)), "## "+a[1]) {
 			t.Errorf("runbook anchor #%s matches no heading", a[1])
+		}
+	}
+}
+
+// The shipped rules are `headroom rules`' output for the default
+// configuration.
+func TestShippedRulesAreTheDefaults(t *testing.T) {
+	cfg, err := config.Parse(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := Rules(cfg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := os.ReadFile("headroom.rules.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Error("headroom.rules.yml is not the defaults' rules: go run ./cmd/headroom rules > alerts/headroom.rules.yml")
+	}
+}
+
+// A configuration with other use cases gets rules for them: promtool checks
+// them, and its unit test evaluates the generated error ratios, including
+// thresholds that are no bucket bound (7 s TTFT reads le="5"; 12 tokens/s
+// reads le="15").
+func TestRulesForACustomConfig(t *testing.T) {
+	bin := promtool(t)
+	cfg, err := config.Parse([]byte(`
+scenarios: [{name: ctx-16k, input_tokens: 16384, output_tokens: 64}]
+use_cases:
+  - {name: summarize, scenario: ctx-16k, ttft_max: 7s, decode_min_tps: 12}
+  - {name: agent-loop, scenario: ctx-16k, itl_max: 50ms}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules, err := Rules(cfg, Options{Job: "llm-headroom"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`le="5"`, `le="15"`, `le="0.05"`, `use_case: agent-loop`, `up{job="llm-headroom"}`,
+		"# summarize, ttft_seconds: threshold 7 is no bucket bound: probes above 5 count as errors"} {
+		if !bytes.Contains(rules, []byte(want)) {
+			t.Errorf("rules lack %s", want)
+		}
+	}
+	dir := t.TempDir()
+	const unit = `rule_files: [rules.yml]
+evaluation_interval: 1m
+tests:
+  - interval: 1m
+    input_series:
+      # every probe's TTFT above 5 s, three in four decode at or below 15 tok/s
+      - series: 'headroom_probe_ttft_seconds_bucket{target="a",scenario="ctx-16k",le="5"}'
+        values: "0x60"
+      - series: 'headroom_probe_ttft_seconds_count{target="a",scenario="ctx-16k"}'
+        values: "0+4x60"
+      - series: 'headroom_probe_decode_tokens_per_second_bucket{target="a",scenario="ctx-16k",le="15"}'
+        values: "0+3x60"
+      - series: 'headroom_probe_decode_tokens_per_second_count{target="a",scenario="ctx-16k"}'
+        values: "0+4x60"
+    promql_expr_test:
+      - expr: headroom:slo_latency_errors:ratio_rate30m
+        eval_time: 40m
+        exp_samples:
+          - labels: 'headroom:slo_latency_errors:ratio_rate30m{target="a",use_case="summarize",slo="ttft_seconds"}'
+            value: 1
+      - expr: headroom:slo_decode_errors:ratio_rate30m
+        eval_time: 40m
+        exp_samples:
+          - labels: 'headroom:slo_decode_errors:ratio_rate30m{target="a",use_case="summarize",slo="decode_tokens_per_second"}'
+            value: 0.75
+`
+	for name, body := range map[string][]byte{"rules.yml": rules, "unit.yml": []byte(unit)} {
+		if err := os.WriteFile(filepath.Join(dir, name), body, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, args := range [][]string{{"check", "rules", "rules.yml"}, {"test", "rules", "unit.yml"}} {
+		cmd := exec.Command(bin, args...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 	}
 }

@@ -47,6 +47,7 @@ func run(args []string) int {
 	demo := newDemoCmd(app, s, logCfg)
 	sim := newSimCmd(app, logCfg)
 	bench := newBenchCmd(app, logCfg)
+	rules := newRulesCmd(app)
 	check := app.Command("check-config", "Validate a configuration file; errors name the field's path.")
 	checkFile := check.Arg("file", "configuration file").Required().String()
 	app.Command("version", "Print version, revision and Go version.")
@@ -63,6 +64,8 @@ func run(args []string) int {
 		return demo.run()
 	case bench.cmd.FullCommand():
 		return bench.run()
+	case rules.cmd.FullCommand():
+		return rules.run()
 	case check.FullCommand():
 		return checkConfig(*checkFile)
 	case "version":

@@ -3,10 +3,12 @@ package estimator_test
 import (
 	"math"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/headroom-dev/headroom/internal/scripted"
+	"github.com/headroom-dev/headroom/monitor"
 	"github.com/headroom-dev/headroom/sim"
 )
 
@@ -70,6 +72,15 @@ use_cases: [{name: chatbot, scenario: ctx-32k, ttft_max: 8s, decode_min_tps: 15}
 	}
 	if want := 1 - lone/8; math.Abs(e.Margin-want) > 0.05 {
 		t.Errorf("margin %.2f at the idle load, want %.2f", e.Margin, want)
+	}
+	// The operator's view: a summary line every 10 minutes, the last one
+	// with the capacity known.
+	if n := len(w.summaries); n < 5 {
+		t.Errorf("%d summary lines in an hour, want one per %s", n, monitor.SummaryEvery)
+	} else if last := w.summaries[n-1]; !strings.Contains(last, "capacities_known=1/1") || !strings.Contains(last, "failed=0") {
+		t.Errorf("last summary: %s", last)
+	} else {
+		t.Logf("last summary: %s", last)
 	}
 	// The search brackets the crossing in a few bursts (3, 5, 8 failing, 7)
 	// and stops there: the hour's last quarter has none.

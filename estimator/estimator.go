@@ -159,6 +159,19 @@ func (e *Estimator) estimate(seeds Seeds, target string, u config.UseCase, load 
 	return capacity.Seeded(target, cu, points, seeds[target][u.Scenario], load)
 }
 
+// Known implements monitor.Recorder: how many of the use cases have a
+// capacity on the target now, of how many.
+func (e *Estimator) Known(target string) (known, total int) {
+	cfg, seeds := e.state()
+	now := time.Now()
+	for _, u := range cfg.UseCases {
+		if !math.IsNaN(e.estimate(seeds, target, u, math.NaN(), now).Capacity) {
+			known++
+		}
+	}
+	return known, len(cfg.UseCases)
+}
+
 // Reset implements monitor.Recorder: the target's server restarted or
 // changed, and what its probes said of it no longer holds.
 func (e *Estimator) Reset(target string) { e.store.Forget(target) }

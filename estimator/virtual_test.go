@@ -36,6 +36,7 @@ type watched struct {
 	occupancy float64           // probe busy time over the run, as headroom_probe_busy_seconds_total counts it
 	bursts    []time.Time       // when each calibration burst was logged
 	sizes     []int             // and its probes
+	summaries []string          // the monitor's summary lines
 	start     time.Time         // when probing started
 	done      bool              // the run completed (-run may pick some runs alone)
 }
@@ -110,7 +111,7 @@ func watchServer(t *testing.T, prof sim.Profile, wrap func(http.Handler) http.Ha
 		}
 		mon.Stop()
 		w.occupancy = testutil.ToFloat64(probes.Busy("sim")) / paid.Sub(start).Seconds()
-		w.bursts, w.sizes = logs.times, logs.sizes
+		w.bursts, w.sizes, w.summaries = logs.times, logs.sizes, logs.summaries
 		w.start = start
 		cancel()
 		_ = hs.Close()
@@ -122,11 +123,12 @@ func watchServer(t *testing.T, prof sim.Profile, wrap func(http.Handler) http.Ha
 }
 
 // burstCounter keeps when the monitor logged each calibration burst, and
-// how large it was.
+// how large it was, and its summary lines.
 type burstCounter struct {
-	mu    sync.Mutex
-	times []time.Time
-	sizes []int
+	mu        sync.Mutex
+	times     []time.Time
+	sizes     []int
+	summaries []string
 }
 
 func (b *burstCounter) Write(p []byte) (int, error) {
@@ -138,6 +140,9 @@ func (b *burstCounter) Write(p []byte) (int, error) {
 			fmt.Sscanf(string(p[i+len(" probes="):]), "%d", &n)
 		}
 		b.times, b.sizes = append(b.times, time.Now()), append(b.sizes, n)
+	}
+	if bytes.Contains(p, []byte(`msg="target summary"`)) {
+		b.summaries = append(b.summaries, string(bytes.TrimSpace(p)))
 	}
 	return len(p), nil
 }

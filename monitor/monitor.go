@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	promconfig "github.com/prometheus/common/config"
@@ -50,7 +51,15 @@ type Recorder interface {
 	Record(Sample)
 	Decoded(target string, d Decode)
 	Reset(target string)
+	// Known says how many of the target's use cases have a capacity, of
+	// how many, for the summary line.
+	Known(target string) (known, total int)
 }
+
+// SummaryEvery is how often, at most, a target's probe loop logs its
+// summary line: probes, failures, bursts, the budget spent and the
+// capacities known since the last.
+const SummaryEvery = 10 * time.Minute
 
 // Decode is what the engine's own inter-token-latency histogram said of a
 // span of time (decodeSpan): the mean time between tokens over every
@@ -221,6 +230,9 @@ type target struct {
 	// afterBurst marks the last burst until the next probe: the probe loop's
 	// own, read and written by it alone.
 	afterBurst burstMark
+	// ok and failed count probes since the last summary; a burst's
+	// probes add to them at once.
+	ok, failed atomic.Int64
 
 	mu       sync.Mutex
 	load     engine.Load
@@ -449,9 +461,18 @@ func (t *target) probeLoop(ctx context.Context) {
 	// scenarios queueing for their first estimate behind one another's
 	// lone probes took most of an hour at the default budget.
 	last := ""
+	summarized, bursts, spent := time.Now(), 0, time.Duration(0)
 	for {
 		t.publish(sched, names)
 		name, at := sched.Next()
+		if due := summarized.Add(SummaryEvery); due.Before(at) {
+			if !sleepUntil(ctx, due) {
+				return
+			}
+			t.summarize(summarized, bursts, spent)
+			summarized, bursts, spent = time.Now(), 0, 0
+			continue
+		}
 		if !sleepUntil(ctx, at) {
 			return
 		}
@@ -470,7 +491,9 @@ func (t *target) probeLoop(ctx context.Context) {
 		if !ok {
 			return // shutdown or reload: a cut-short probe is no measurement
 		}
+		spent += busy
 		if burst {
+			bursts++
 			t.m.logger.Info("calibration burst", "target", t.cfg.Name, "scenario", name, "probes", n, "busy", busy)
 			sched.Charge(start, busy)
 		} else {
@@ -478,6 +501,17 @@ func (t *target) probeLoop(ctx context.Context) {
 		}
 		t.m.probes.AddBusy(t.cfg.Name, busy)
 	}
+}
+
+// summarize logs what the target's probes did since the last summary.
+func (t *target) summarize(since time.Time, bursts int, busy time.Duration) {
+	args := []any{"target", t.cfg.Name, "probes", t.ok.Swap(0), "failed", t.failed.Swap(0), "bursts", bursts,
+		"busy_ratio", fmt.Sprintf("%.4f", busy.Seconds()/time.Since(since).Seconds())}
+	if t.m.rec != nil {
+		known, total := t.m.rec.Known(t.cfg.Name)
+		args = append(args, "capacities_known", fmt.Sprintf("%d/%d", known, total))
+	}
+	t.m.logger.Info("target summary", args...)
 }
 
 // publish records each scenario's next probe time, for /api/v1/status.
@@ -526,6 +560,7 @@ func (t *target) probeN(ctx context.Context, sc config.Scenario, n int) (busy ti
 	}
 	if res, failed := preps[0].Failed(); failed {
 		t.m.probes.Observe(t.cfg.Name, sc.Name, res, -1, time.Now())
+		t.failed.Add(1)
 		t.m.logger.Warn("probe failed", "target", t.cfg.Name, "scenario", sc.Name, "stage", "prepare", "result", res.Outcome, "err", res.Err)
 		return 0, true
 	}
@@ -656,9 +691,11 @@ func (t *target) probeOnce(ctx context.Context, sc config.Scenario, pr *probe.Pr
 	now := time.Now()
 	t.m.probes.Observe(t.cfg.Name, sc.Name, res, queueWait, now)
 	if res.Outcome != probe.Success {
+		t.failed.Add(1)
 		t.m.logger.Warn("probe failed", "target", t.cfg.Name, "scenario", sc.Name, "result", res.Outcome, "err", res.Err)
 		return Sample{}, false
 	}
+	t.ok.Add(1)
 	t.m.logger.Debug("probe", "target", t.cfg.Name, "scenario", sc.Name, "ttft", res.TTFT, "itl", res.ITL(),
 		"decode_tps", res.DecodeTPS(), "prompt_tokens", res.PromptTokens, "output_tokens", res.CompletionTokens)
 	inFlight := acc.mean()

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/headroom-dev/headroom/probe"
 )
@@ -117,7 +118,12 @@ func (p *Probes) Forget(target string) {
 	p.busy.DeletePartialMatch(l)
 }
 
-// Busy is a target's probe busy time counter.
-func (p *Probes) Busy(target string) prometheus.Counter {
-	return p.busy.WithLabelValues(target)
+// Busy is a target's probe busy time so far, as
+// headroom_probe_busy_seconds_total counts it.
+func (p *Probes) Busy(target string) time.Duration {
+	var m dto.Metric
+	if err := p.busy.WithLabelValues(target).Write(&m); err != nil {
+		return 0
+	}
+	return time.Duration(m.GetCounter().GetValue() * float64(time.Second))
 }

@@ -16,6 +16,11 @@ type TargetStatus struct {
 	Load                     engine.Load
 	// Next is each scenario's next probe time, at the earliest.
 	Next map[string]time.Time
+	// MetricsErr is why the engine's metrics could not be read, "" while
+	// they can; ProbeErrs each scenario's last probe failure, secrets
+	// redacted, until a probe of it succeeds.
+	MetricsErr string
+	ProbeErrs  map[string]string
 }
 
 // Targets exports what each target's engine says about itself. It is a custom

@@ -97,6 +97,7 @@ scrape_configs:
 	for _, p := range problems {
 		t.Error(p)
 	}
+	checkStatusPage(t, demoAddr, filepath.Join(dir, "status.png"))
 	if t.Failed() {
 		for _, log := range []string{"demo.log", "prometheus.log"} {
 			b, _ := os.ReadFile(filepath.Join(dir, log))

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/headroom-dev/headroom/capacity"
 	"github.com/headroom-dev/headroom/collector"
@@ -110,7 +109,7 @@ func watchServer(t *testing.T, prof sim.Profile, wrap func(http.Handler) http.Ha
 			paid = soonest
 		}
 		mon.Stop()
-		w.occupancy = testutil.ToFloat64(probes.Busy("sim")) / paid.Sub(start).Seconds()
+		w.occupancy = probes.Busy("sim").Seconds() / paid.Sub(start).Seconds()
 		w.bursts, w.sizes, w.summaries = logs.times, logs.sizes, logs.summaries
 		w.start = start
 		cancel()

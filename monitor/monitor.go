@@ -234,15 +234,17 @@ type target struct {
 	// probes add to them at once.
 	ok, failed atomic.Int64
 
-	mu       sync.Mutex
-	load     engine.Load
-	seen     engine.Load // the last reading, kept while the metrics are down
-	decode   decodeSpan
-	up       bool
-	lastErr  string
-	next     map[string]time.Time // scenario -> its next probe, at the earliest
-	inFlight map[*loadAcc]bool    // the probes running now
-	prefills map[*prefillLog]bool // the prefill counter as read while they run
+	mu      sync.Mutex
+	load    engine.Load
+	seen    engine.Load // the last reading, kept while the metrics are down
+	decode  decodeSpan
+	up      bool
+	lastErr string
+	// probeErrs is each scenario's last probe failure until one succeeds.
+	probeErrs map[string]string
+	next      map[string]time.Time // scenario -> its next probe, at the earliest
+	inFlight  map[*loadAcc]bool    // the probes running now
+	prefills  map[*prefillLog]bool // the prefill counter as read while they run
 }
 
 // burstMark is a burst whose aftermath no probe has met yet, and the
@@ -372,7 +374,12 @@ func (t *target) status() collector.TargetStatus {
 	for k, v := range t.next {
 		next[k] = v
 	}
-	return collector.TargetStatus{Name: t.cfg.Name, Model: t.prober.Model(), Engine: t.load.Engine, URL: t.cfg.URL, Up: t.up, Load: t.load, Next: next}
+	errs := make(map[string]string, len(t.probeErrs))
+	for k, v := range t.probeErrs {
+		errs[k] = v
+	}
+	return collector.TargetStatus{Name: t.cfg.Name, Model: t.prober.Model(), Engine: t.load.Engine, URL: t.cfg.URL, Up: t.up, Load: t.load, Next: next,
+		MetricsErr: t.lastErr, ProbeErrs: errs}
 }
 
 // scrape reads the engine's metrics once, updates the target's state and logs
@@ -503,6 +510,20 @@ func (t *target) probeLoop(ctx context.Context) {
 	}
 }
 
+// probeFailed keeps a scenario's failure for the status page.
+func (t *target) probeFailed(scenario string, res probe.Result) {
+	msg := string(res.Outcome)
+	if res.Err != nil {
+		msg += ": " + secret.Error(res.Err, t.secrets...).Error()
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.probeErrs == nil {
+		t.probeErrs = map[string]string{}
+	}
+	t.probeErrs[scenario] = msg
+}
+
 // summarize logs what the target's probes did since the last summary.
 func (t *target) summarize(since time.Time, bursts int, busy time.Duration) {
 	args := []any{"target", t.cfg.Name, "probes", t.ok.Swap(0), "failed", t.failed.Swap(0), "bursts", bursts,
@@ -561,6 +582,7 @@ func (t *target) probeN(ctx context.Context, sc config.Scenario, n int) (busy ti
 	if res, failed := preps[0].Failed(); failed {
 		t.m.probes.Observe(t.cfg.Name, sc.Name, res, -1, time.Now())
 		t.failed.Add(1)
+		t.probeFailed(sc.Name, res)
 		t.m.logger.Warn("probe failed", "target", t.cfg.Name, "scenario", sc.Name, "stage", "prepare", "result", res.Outcome, "err", res.Err)
 		return 0, true
 	}
@@ -692,10 +714,14 @@ func (t *target) probeOnce(ctx context.Context, sc config.Scenario, pr *probe.Pr
 	t.m.probes.Observe(t.cfg.Name, sc.Name, res, queueWait, now)
 	if res.Outcome != probe.Success {
 		t.failed.Add(1)
+		t.probeFailed(sc.Name, res)
 		t.m.logger.Warn("probe failed", "target", t.cfg.Name, "scenario", sc.Name, "result", res.Outcome, "err", res.Err)
 		return Sample{}, false
 	}
 	t.ok.Add(1)
+	t.mu.Lock()
+	delete(t.probeErrs, sc.Name)
+	t.mu.Unlock()
 	t.m.logger.Debug("probe", "target", t.cfg.Name, "scenario", sc.Name, "ttft", res.TTFT, "itl", res.ITL(),
 		"decode_tps", res.DecodeTPS(), "prompt_tokens", res.PromptTokens, "output_tokens", res.CompletionTokens)
 	inFlight := acc.mean()

@@ -84,10 +84,10 @@ func (c *demoCmd) run() int {
 	return d.serve(ctx, c.web, func(addrs []net.Addr) {
 		for _, a := range addrs {
 			base := "http://" + strings.Replace(a.String(), "[::]", "localhost", 1)
-			fmt.Printf("headroom demo\n  landing page:   %s/\n  metrics:        %s/metrics\n  capacity JSON:  %s/api/v1/status\n  simulator:      %s (profile %s)\n"+
+			fmt.Printf("headroom demo\n  status page:    %s/status\n  landing page:   %s/\n  metrics:        %s/metrics\n  capacity JSON:  %s/api/v1/status\n  simulator:      %s (profile %s)\n"+
 				"  chosen:         simulator at %gx real time, %d-%d users over a %s simulated day; probe budget %g%%, each scenario due every %s\n"+
 				"                 (production: 2%%, every 5m). Capacity appears within about 3 minutes.\nPress Ctrl-C to stop.\n",
-				base, base, base, simURL, c.sim.profile, c.sim.timeScale, c.sim.loadMin, c.sim.loadMax, c.sim.period, 100*demoBudget, demoInterval)
+				base, base, base, base, simURL, c.sim.profile, c.sim.timeScale, c.sim.loadMin, c.sim.loadMax, c.sim.period, 100*demoBudget, demoInterval)
 		}
 	})
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -29,6 +30,7 @@ import (
 	"github.com/headroom-dev/headroom/estimator"
 	"github.com/headroom-dev/headroom/monitor"
 	"github.com/headroom-dev/headroom/power"
+	"github.com/headroom-dev/headroom/statuspage"
 )
 
 type webFlags struct {
@@ -93,6 +95,8 @@ type daemon struct {
 	// goroutine that applies them, in order; each gets its error back.
 	reloads chan chan error
 	power   power.Swappable
+	probes  *collector.Probes
+	started time.Time
 
 	mu  sync.Mutex
 	cfg *config.Config
@@ -119,8 +123,8 @@ func newDaemon(logger *slog.Logger, load func() (*config.Config, error)) (*daemo
 	}
 	reg.MustRegister(d.reloadOK, d.reloadTime)
 	d.warn(cfg)
-	probes := collector.NewProbes(reg)
-	d.mon = monitor.New(logger, probes, d.est, d.est)
+	d.probes, d.started = collector.NewProbes(reg), time.Now()
+	d.mon = monitor.New(logger, d.probes, d.est, d.est)
 	d.power.Set(openPower(logger, cfg.Power))
 	reg.MustRegister(collector.NewTargets(d.mon.Status), collector.NewCapacity(d.est.UseCases, d.estimates),
 		collector.NewPower(logger, d.powerSource, func() map[string]string { return gpuTargets(d.config()) }, d.generationTokens))
@@ -170,6 +174,7 @@ func (d *daemon) handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(d.reg, promhttp.HandlerOpts{EnableOpenMetrics: true, ErrorLog: slog.NewLogLogger(d.logger.Handler(), slog.LevelError)}))
 	mux.HandleFunc("/api/v1/status", d.status)
+	mux.HandleFunc("/status", d.statusPage)
 	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "Healthy") })
 	mux.HandleFunc("/-/ready", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "Ready") })
 	mux.HandleFunc("/-/reload", func(w http.ResponseWriter, r *http.Request) {
@@ -195,6 +200,7 @@ func (d *daemon) handler() http.Handler {
 		Description: "Prometheus exporter and SLO capacity monitor for LLM inference servers",
 		Version:     version.Info(),
 		Links: []web.LandingLinks{
+			{Address: "/status", Text: "Capacity status"},
 			{Address: "/metrics", Text: "Metrics"},
 			{Address: "/api/v1/status", Text: "Capacity status (JSON)"},
 			{Address: "/-/healthy", Text: "Health"},
@@ -303,6 +309,23 @@ func (d *daemon) status(w http.ResponseWriter, _ *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(append(b, '\n'))
+}
+
+// statusPage is the human view of /api/v1/status (package statuspage).
+func (d *daemon) statusPage(w http.ResponseWriter, _ *http.Request) {
+	cfg := d.config()
+	var targets []statuspage.Target
+	for _, s := range d.mon.Status() {
+		targets = append(targets, statuspage.Target{TargetStatus: s, Busy: d.probes.Busy(s.Name), Since: d.started, Budget: cfg.ProbeBudget})
+	}
+	var b bytes.Buffer
+	if err := statuspage.Render(&b, targets, d.estimates(), time.Now(), 30*time.Second); err != nil {
+		d.logger.Error("render status page", "err", err)
+		http.Error(w, "render status page: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	_, _ = w.Write(b.Bytes())
 }
 
 // powerSource is the power source for the collector, nil when there is none.

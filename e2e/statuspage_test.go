@@ -1,0 +1,130 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"image/png"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// checkStatusPage opens a running daemon's /status in headless Chromium,
+// screenshots it, and holds it to /api/v1/status: every target and use
+// case shown, with the same capacity to the shown precision, and every
+// curve of a use case with samples drawn with points.
+func checkStatusPage(t *testing.T, addr, shotPath string) {
+	t.Helper()
+	exe := ""
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
+		if p, err := exec.LookPath(name); err == nil {
+			exe = p
+			break
+		}
+	}
+	if exe == "" {
+		if os.Getenv("CI") != "" {
+			t.Fatal("CI: no chromium on PATH; .ci/run installs Debian's chromium package")
+		}
+		t.Log("no chromium on PATH: the status page is not checked")
+		return
+	}
+	profile, err := os.MkdirTemp("", "headroom-chromium-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(profile)
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox,
+		chromedp.DisableGPU, chromedp.WindowSize(1400, 1000), chromedp.UserDataDir(profile))
+	actx, cancel := chromedp.NewExecAllocator(t.Context(), opts...)
+	defer cancel()
+	ctx, cancel := chromedp.NewContext(actx)
+	defer cancel()
+	ctx, cancel = context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+
+	type row struct {
+		Target, UseCase, Capacity string
+		Dots                      []int
+	}
+	// The page is rendered between two reads of /api/v1/status: a capacity
+	// may move in between, and the page must show one of the two.
+	before, after := statusJSON(t, addr), map[string]estimate{}
+	var rows []row
+	var shot []byte
+	err = chromedp.Run(ctx, chromedp.Navigate("http://"+addr+"/status"),
+		chromedp.Evaluate(`Array.from(document.querySelectorAll('tr[data-target]')).map(r => ({
+			Target: r.dataset.target, UseCase: r.dataset.useCase,
+			Capacity: r.querySelector('td.capacity').textContent,
+			Dots: Array.from(r.querySelectorAll('svg[data-curve]')).map(s => s.querySelectorAll('circle').length)}))`, &rows),
+		chromedp.FullScreenshot(&shot, 100)) // 100: PNG
+	if err != nil {
+		t.Fatal(err)
+	}
+	after = statusJSON(t, addr)
+	if err := os.WriteFile(shotPath, shot, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if img, err := png.Decode(bytes.NewReader(shot)); err != nil || img.Bounds().Dx() < 1000 {
+		t.Errorf("screenshot: %v", err)
+	}
+	shown := map[string]row{}
+	for _, r := range rows {
+		shown[r.Target+"/"+r.UseCase] = r
+	}
+	for key, e := range after {
+		r, ok := shown[key]
+		if !ok {
+			t.Errorf("%s is not on the status page", key)
+			continue
+		}
+		if r.Capacity != e.shown() && r.Capacity != before[key].shown() {
+			t.Errorf("%s: the page shows capacity %s, /api/v1/status %s then %s", key, r.Capacity, before[key].shown(), e.shown())
+		}
+		if len(r.Dots) == 0 {
+			t.Errorf("%s: no curve on the page", key)
+		}
+		for i, n := range r.Dots {
+			if e.Samples > 0 && n == 0 {
+				t.Errorf("%s: curve %d has no points drawn, %d samples", key, i, e.Samples)
+			}
+		}
+	}
+	t.Logf("status page: %d rows, screenshot %s", len(rows), filepath.Base(shotPath))
+}
+
+type estimate struct {
+	Capacity *float64 `json:"capacity"`
+	Samples  int      `json:"samples"`
+}
+
+// shown is the capacity as the page writes it.
+func (e estimate) shown() string {
+	if e.Capacity == nil || math.IsInf(*e.Capacity, 0) {
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", *e.Capacity)
+}
+
+// statusJSON reads /api/v1/status, keyed target/use case.
+func statusJSON(t *testing.T, addr string) map[string]estimate {
+	var st struct {
+		Estimates []struct {
+			Target  string `json:"target"`
+			UseCase string `json:"use_case"`
+			estimate
+		} `json:"estimates"`
+	}
+	get(t, "http://"+addr+"/api/v1/status", &st)
+	out := map[string]estimate{}
+	for _, e := range st.Estimates {
+		out[e.Target+"/"+e.UseCase] = e.estimate
+	}
+	return out
+}

@@ -1,0 +1,55 @@
+package statuspage
+
+import (
+	"bytes"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/headroom-dev/headroom/capacity"
+	"github.com/headroom-dev/headroom/collector"
+	"github.com/headroom-dev/headroom/internal/golden"
+)
+
+var t0 = time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+
+// One target with a use case of each state: its page, as a golden file.
+func TestRender(t *testing.T) {
+	ps := []capacity.Point{
+		{Time: t0, Load: 1, InFlight: 1, TTFT: 0.5, Decode: 90},
+		{Time: t0, Load: 4, InFlight: 4, TTFT: 2, Decode: 40, Burst: 4},
+		{Time: t0, Load: 1, InFlight: 1, TTFT: 9, Decode: 90, Aftermath: true},
+	}
+	slo := capacity.SLO{Name: "ttft_seconds", Threshold: 3, Curve: capacity.Curve{{Load: 1, Value: 0.5, N: 1}, {Load: 3, Value: 1.5, N: 1}},
+		BurstCurve: capacity.Curve{{Load: 1, Value: 0.5, N: 1}, {Load: 4, Value: 2, N: 4}}}
+	est := func(name string, c, load, margin float64) capacity.Estimate {
+		e := capacity.Estimate{Target: "gpu-1", UseCase: name, Scenario: "ctx-8k", Capacity: c, SteadyCapacity: c, BurstCapacity: math.NaN(),
+			Load: load, Margin: margin, Samples: 3, SamplesNeeded: 8, NextProbe: t0.Add(90 * time.Second), SLOs: []capacity.SLO{slo}, Points: ps}
+		e.Free, e.Ratio = c-load, 1-load/c
+		return e
+	}
+	unknown := est("unknown", math.NaN(), 2, 0.5)
+	unknown.Why = "ttft_seconds: 3 samples in the window, 8 needed"
+	target := Target{TargetStatus: collector.TargetStatus{Name: "gpu-1", Model: "m", Engine: "vllm", URL: "http://gpu-1:8000", Up: true,
+		Next: map[string]time.Time{"ctx-8k": t0.Add(90 * time.Second)}, ProbeErrs: map[string]string{"ctx-96k": "timeout: " + errors.New("read stream: context deadline exceeded").Error()}},
+		Busy: 36 * time.Second, Since: t0.Add(-time.Hour), Budget: 0.02}
+	var b bytes.Buffer
+	if err := Render(&b, []Target{target}, []capacity.Estimate{est("ok", 10, 2, 0.5), est("low", 10, 9, 0.1), est("over", 5, 8, 0.1),
+		est("breached", 10, 2, -0.2), unknown}, t0, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	golden.Check(t, "testdata/status.html", b.Bytes())
+	page := b.String()
+	for _, want := range []string{`class="ok" data-target="gpu-1" data-use-case="ok"`, `class="low"`, `class="over"`, `class="breached"`, `class="unknown"`,
+		"probe budget spent 1.00% of 2.00%", "timeout: read stream", `<td class="capacity">10.0</td>`, `<td class="capacity">-</td>`} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %s", want)
+		}
+	}
+	// The aftermath probe is not drawn: two points per chart.
+	if n := strings.Count(page, "<circle"); n != 5*2 {
+		t.Errorf("%d points drawn, want 2 per chart", n)
+	}
+}

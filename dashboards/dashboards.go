@@ -56,7 +56,16 @@ func base(uid, title, desc string, vars ...string) *dashboard.DashboardBuilder {
 	b := dashboard.NewDashboardBuilder(title).Uid(uid).Description(desc).Tags([]string{"headroom", "llm"}).
 		Refresh("1m").Time("now-6h", "now").Timezone(common.TimeZoneBrowser).
 		WithVariable(dashboard.NewDatasourceVariableBuilder("datasource").Label("Data source").Type("prometheus")).
-		WithVariable(variable("target", "Target", "label_values(headroom_target_info, target)"))
+		WithVariable(variable("target", "Target", "label_values(headroom_target_info, target)")).
+		// Every headroom dashboard links to the others, keeping the time
+		// range and the variables.
+		Link(dashboard.NewDashboardLinkBuilder("headroom").Type(dashboard.DashboardLinkTypeDashboards).
+			Tags([]string{"headroom"}).AsDropdown(true).KeepTime(true).IncludeVars(true)).
+		// A reload can change thresholds, use cases and targets: mark it
+		// where the curves may jump.
+		Annotation(dashboard.NewAnnotationQueryBuilder().Name("Config reloads").Datasource(ds).Enable(true).
+			IconColor("purple").Expr(`changes(headroom_config_last_reload_success_timestamp_seconds[2m]) > 0`).
+			TitleFormat("headroom configuration reloaded on {{instance}}").Step("1m"))
 	for _, v := range vars {
 		switch v {
 		case "scenario":

@@ -14,6 +14,7 @@ type Capacity struct {
 	useCases                                          func() []capacity.UseCase
 	estimates                                         func() []capacity.Estimate
 	threshold, margin, capacity, free, ratio, samples *prometheus.Desc
+	curve, info                                       *prometheus.Desc
 }
 
 // NewCapacity returns a collector over the given sources.
@@ -26,12 +27,15 @@ func NewCapacity(useCases func() []capacity.UseCase, estimates func() []capacity
 		free:      prometheus.NewDesc("headroom_free_requests", "Capacity minus the current load.", tu, nil),
 		ratio:     prometheus.NewDesc("headroom_ratio", "Headroom: 1 - load / capacity.", tu, nil),
 		samples:   prometheus.NewDesc("headroom_capacity_samples", "Probe samples in the use case's window behind the estimate.", tu, nil),
+		curve: prometheus.NewDesc("headroom_curve_capacity_requests", "The capacity one fitted curve gives on its own: steady (lone probes amid production) or burst (requests sent together); NaN when it has none.",
+			[]string{"target", "use_case", "curve"}, nil),
+		info: prometheus.NewDesc("headroom_use_case_info", "A use case and the scenario its probes run, always 1: joins thresholds to their scenario.", []string{"use_case", "scenario"}, nil),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *Capacity) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.threshold, c.margin, c.capacity, c.free, c.ratio, c.samples} {
+	for _, d := range []*prometheus.Desc{c.threshold, c.margin, c.capacity, c.free, c.ratio, c.samples, c.curve, c.info} {
 		ch <- d
 	}
 }
@@ -39,6 +43,7 @@ func (c *Capacity) Describe(ch chan<- *prometheus.Desc) {
 // Collect implements prometheus.Collector.
 func (c *Capacity) Collect(ch chan<- prometheus.Metric) {
 	for _, u := range c.useCases() {
+		ch <- prometheus.MustNewConstMetric(c.info, prometheus.GaugeValue, 1, u.Name, u.Scenario)
 		for _, s := range u.SLOs() {
 			ch <- prometheus.MustNewConstMetric(c.threshold, prometheus.GaugeValue, s.Threshold, u.Name, s.Name)
 		}
@@ -47,6 +52,8 @@ func (c *Capacity) Collect(ch chan<- prometheus.Metric) {
 		l := []string{e.Target, e.UseCase}
 		ch <- prometheus.MustNewConstMetric(c.capacity, prometheus.GaugeValue, e.Capacity, l...)
 		ch <- prometheus.MustNewConstMetric(c.samples, prometheus.GaugeValue, float64(e.Samples), l...)
+		ch <- prometheus.MustNewConstMetric(c.curve, prometheus.GaugeValue, e.SteadyCapacity, e.Target, e.UseCase, "steady")
+		ch <- prometheus.MustNewConstMetric(c.curve, prometheus.GaugeValue, e.BurstCapacity, e.Target, e.UseCase, "burst")
 		if !math.IsNaN(e.Margin) {
 			ch <- prometheus.MustNewConstMetric(c.margin, prometheus.GaugeValue, e.Margin, l...)
 		}

@@ -86,8 +86,12 @@ func quantile(qv, h string) string {
 	return `histogram_quantile(` + qv + `, sum by (le, target, scenario) (rate(` + h + `_bucket{` + selTS + `}[$__rate_interval])))`
 }
 
+// threshold draws each use case's threshold of an SLO for the use cases
+// whose scenario is selected, labelled with that scenario: a 2 s TTFT
+// maximum of a 1K use case says nothing of a 96K scenario's TTFT.
 func threshold(slo string) query {
-	return q(`max by (use_case) (headroom_slo_threshold{use_case=~"$use_case", slo="`+slo+`"})`, "threshold {{use_case}}")
+	return q(`max by (use_case, scenario) (headroom_slo_threshold{use_case=~"$use_case", slo="`+slo+`"}`+
+		` * on (use_case) group_left (scenario) headroom_use_case_info{scenario=~"$scenario"})`, "threshold {{use_case}} ({{scenario}})")
 }
 
 // Capacity is the capacity-headroom dashboard.
@@ -105,6 +109,8 @@ func Capacity() *dashboard.DashboardBuilder {
 		WithPanel(series("Capacity vs load", "Estimated capacity per use case and the requests in flight.", "short",
 			q(`headroom_capacity_requests{`+selTU+`}`, "capacity {{target}} {{use_case}}"),
 			q(`headroom_load_requests{`+selT+`}`, "load {{target}}"))).
+		WithPanel(series("Steady and burst capacity", "The capacity each fitted curve gives on its own: steady from lone probes amid production, burst from requests sent together (a benchmark's cells); the exported capacity is the lower.", "short",
+			q(`headroom_curve_capacity_requests{`+selTU+`}`, "{{curve}} {{target}} {{use_case}}"))).
 		WithPanel(series("Headroom", "1 - load / capacity over time.", "percentunit",
 			q(`headroom_ratio{`+selTU+`}`, "{{target}} {{use_case}}"))).
 		WithPanel(series("SLO margin", "Below 0 the use case breaches a threshold at the current load.", "percentunit",

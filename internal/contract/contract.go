@@ -41,6 +41,8 @@ var Metrics = []Metric{
 	{"headroom_free_requests", "gauge", []string{"target", "use_case"}},
 	{"headroom_ratio", "gauge", []string{"target", "use_case"}},
 	{"headroom_capacity_samples", "gauge", []string{"target", "use_case"}},
+	{"headroom_curve_capacity_requests", "gauge", []string{"curve", "target", "use_case"}},
+	{"headroom_use_case_info", "gauge", []string{"scenario", "use_case"}},
 	{"headroom_gpu_power_watts", "gauge", []string{"gpu", "target", "uuid"}},
 	{"headroom_gpu_energy_joules_total", "counter", []string{"gpu", "target", "uuid"}},
 	{"headroom_gpu_power_limit_watts", "gauge", []string{"gpu", "target", "uuid"}},

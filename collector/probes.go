@@ -24,7 +24,7 @@ var (
 type Probes struct {
 	ttft, itl, decode, e2e, prefill, queue, stall *prometheus.HistogramVec
 	inputTokens, lastSuccess                      *prometheus.GaugeVec
-	total, busy                                   *prometheus.CounterVec
+	total, busy, bursts                           *prometheus.CounterVec
 }
 
 func histogram(name, help string, buckets []float64) *prometheus.HistogramVec {
@@ -58,8 +58,11 @@ func NewProbes(reg prometheus.Registerer) *Probes {
 		busy: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "headroom_probe_busy_seconds_total", Help: "Time with a probe in flight: what probing costs the target.",
 		}, []string{"target"}),
+		bursts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "headroom_calibration_bursts_total", Help: "Calibration bursts sent: probes sent together to measure the burst curve.",
+		}, []string{"target", "scenario"}),
 	}
-	reg.MustRegister(p.ttft, p.itl, p.decode, p.e2e, p.prefill, p.queue, p.stall, p.inputTokens, p.lastSuccess, p.total, p.busy)
+	reg.MustRegister(p.ttft, p.itl, p.decode, p.e2e, p.prefill, p.queue, p.stall, p.inputTokens, p.lastSuccess, p.total, p.busy, p.bursts)
 	return p
 }
 
@@ -70,6 +73,7 @@ func (p *Probes) Init(target, scenario string) {
 		p.total.WithLabelValues(target, scenario, string(o))
 	}
 	p.busy.WithLabelValues(target)
+	p.bursts.WithLabelValues(target, scenario)
 }
 
 // Observe records one probe. Only a successful probe yields latency samples;
@@ -101,6 +105,11 @@ func (p *Probes) Observe(target, scenario string, r probe.Result, queueWait time
 	p.lastSuccess.WithLabelValues(target, scenario).Set(float64(now.UnixNano()) / 1e9)
 }
 
+// AddBurst counts a calibration burst of a target's scenario.
+func (p *Probes) AddBurst(target, scenario string) {
+	p.bursts.WithLabelValues(target, scenario).Inc()
+}
+
 // AddBusy adds probe occupancy time to a target.
 func (p *Probes) AddBusy(target string, d time.Duration) {
 	p.busy.WithLabelValues(target).Add(d.Seconds())
@@ -116,6 +125,7 @@ func (p *Probes) Forget(target string) {
 	p.lastSuccess.DeletePartialMatch(l)
 	p.total.DeletePartialMatch(l)
 	p.busy.DeletePartialMatch(l)
+	p.bursts.DeletePartialMatch(l)
 }
 
 // Busy is a target's probe busy time so far, as

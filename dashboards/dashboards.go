@@ -65,7 +65,12 @@ func base(uid, title, desc string, vars ...string) *dashboard.DashboardBuilder {
 		// where the curves may jump.
 		Annotation(dashboard.NewAnnotationQueryBuilder().Name("Config reloads").Datasource(ds).Enable(true).
 			IconColor("purple").Expr(`changes(headroom_config_last_reload_success_timestamp_seconds[2m]) > 0`).
-			TitleFormat("headroom configuration reloaded on {{instance}}").Step("1m"))
+			TitleFormat("headroom configuration reloaded on {{instance}}").Step("1m")).
+		// A burst is load headroom added on purpose: mark it where the
+		// latencies jump.
+		Annotation(dashboard.NewAnnotationQueryBuilder().Name("Calibration bursts").Datasource(ds).Enable(true).
+			IconColor("orange").Expr(`changes(headroom_calibration_bursts_total{target=~"$target"}[2m]) > 0`).
+			TitleFormat("calibration burst of {{scenario}} on {{target}}").Step("1m"))
 	for _, v := range vars {
 		switch v {
 		case "scenario":

@@ -501,6 +501,7 @@ func (t *target) probeLoop(ctx context.Context) {
 		spent += busy
 		if burst {
 			bursts++
+			t.m.probes.AddBurst(t.cfg.Name, name)
 			t.m.logger.Info("calibration burst", "target", t.cfg.Name, "scenario", name, "probes", n, "busy", busy)
 			sched.Charge(start, busy)
 		} else {

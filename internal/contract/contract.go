@@ -30,6 +30,7 @@ var Metrics = []Metric{
 	{"headroom_probes_total", "counter", []string{"result", "scenario", "target"}},
 	{"headroom_probe_last_success_timestamp_seconds", "gauge", []string{"scenario", "target"}},
 	{"headroom_probe_busy_seconds_total", "counter", []string{"target"}},
+	{"headroom_calibration_bursts_total", "counter", []string{"scenario", "target"}},
 	{"headroom_target_info", "gauge", []string{"engine", "model", "target", "url"}},
 	{"headroom_target_up", "gauge", []string{"target"}},
 	{"headroom_target_requests", "gauge", []string{"state", "target"}},

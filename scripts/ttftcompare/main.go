@@ -2,7 +2,7 @@
 // loopback (llama.cpp from ../shared/real-engine), headroom's probe TTFT
 // beside a plain streaming client's at the same prompt length, adding
 // headroom's request fields one at a time, and the same prompt resent (the
-// slot cache). It prints the median of 7 of each. The README's TTFT table
+// slot cache). It prints the median of 7 of each. docs/operations.md's TTFT table
 // came from it:
 //
 //	go run ./scripts/ttftcompare http://127.0.0.1:8080

@@ -91,6 +91,25 @@ func quantile(qv, h string) string {
 	return `histogram_quantile(` + qv + `, sum by (le, target, scenario) (rate(` + h + `_bucket{` + selTS + `}[$__rate_interval])))`
 }
 
+// engineDesc says where the engine panels' series come from.
+const engineDesc = "From the inference servers' own /metrics, scraped by Prometheus directly (vLLM's and SGLang's names), over every request they served, production's included."
+
+// engineQuantile and engineMean read an engine histogram by its vLLM name
+// or, failing that, its SGLang one.
+func engineQuantile(qv, vllm, sglang string) string {
+	f := func(h string) string {
+		return `histogram_quantile(` + qv + `, sum by (le, instance) (rate(` + h + `_bucket[$__rate_interval])))`
+	}
+	return f("vllm:"+vllm) + " or " + f("sglang:"+sglang)
+}
+
+func engineMean(vllm, sglang string) string {
+	f := func(h string) string {
+		return `sum by (instance) (rate(` + h + `_sum[$__rate_interval])) / sum by (instance) (rate(` + h + `_count[$__rate_interval]))`
+	}
+	return f("vllm:"+vllm) + " or " + f("sglang:"+sglang)
+}
+
 // threshold draws each use case's threshold of an SLO for the use cases
 // whose scenario is selected, labelled with that scenario: a 2 s TTFT
 // maximum of a 1K use case says nothing of a 96K scenario's TTFT.
@@ -151,6 +170,13 @@ func Latency() *dashboard.DashboardBuilder {
 				Format(prometheus.PromQueryFormatHeatmap).LegendFormat("{{le}}"))).
 		WithPanel(series("Prefill speed", "Prompt tokens / TTFT per probe.", "short",
 			q(mean("headroom_probe_prefill_tokens_per_second"), "{{target}} {{scenario}}"))).
+		WithRow(dashboard.NewRowBuilder("The engine's own view: every request")).
+		WithPanel(series("Engine TTFT, all requests", engineDesc+" Time to first token, p90.", "s",
+			q(engineQuantile("0.9", "time_to_first_token_seconds", "time_to_first_token_seconds"), "p90 {{instance}}"))).
+		WithPanel(series("Engine inter-token latency, all requests", engineDesc+" Mean time between tokens.", "s",
+			q(engineMean("inter_token_latency_seconds", "inter_token_latency_seconds"), "mean {{instance}}"))).
+		WithPanel(series("Engine queue time, all requests", engineDesc+" Mean time in the waiting queue.", "s",
+			q(engineMean("request_queue_time_seconds", "queue_time_seconds"), "mean {{instance}}"))).
 		WithRow(dashboard.NewRowBuilder("Server side and probes")).
 		WithPanel(series("Queue wait", "Server-side queue time of probes, from the engine's histogram; only probes that were alone in leaving the queue.", "s",
 			q(mean("headroom_probe_queue_wait_seconds"), "{{target}} {{scenario}}"))).

@@ -42,6 +42,14 @@ func TestDemoUnderPrometheus(t *testing.T) {
 	bin := headroomBinary(t)
 	demoAddr, promAddr := freePort(t), freePort(t)
 	start(t, filepath.Join(dir, "demo.log"), bin, "demo", "--web.listen-address="+demoAddr, "--log.level=warn")
+	// The dashboards' engine panels read the simulator's own metrics, as
+	// Prometheus scrapes an inference server directly.
+	demoLog, _ := os.ReadFile(filepath.Join(dir, "demo.log"))
+	m := regexp.MustCompile(`simulator:\s+http://(\S+)`).FindSubmatch(demoLog)
+	if m == nil {
+		t.Fatalf("the demo printed no simulator URL:\n%s", demoLog)
+	}
+	simAddr := string(m[1])
 
 	rules, err := filepath.Abs("../alerts/headroom.rules.yml")
 	if err != nil {
@@ -55,7 +63,10 @@ scrape_configs:
   - job_name: headroom
     static_configs:
       - targets: [%q]
-`, rules, demoAddr)
+  - job_name: engine
+    static_configs:
+      - targets: [%q]
+`, rules, demoAddr, simAddr)
 	cfgPath := filepath.Join(dir, "prometheus.yml")
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		t.Fatal(err)

@@ -57,7 +57,8 @@ func TestMain(m *testing.M) {
 
 // A `go build` from a git checkout says what it is: `headroom version` and
 // the landing page show the module version Go stamped from the commit and
-// the commit itself, not "version=" and "revision=unknown".
+// the commit itself, not "version=" and "revision=unknown"; the landing
+// page also names what is probed and links the status page and the docs.
 func TestVersionFromVCS(t *testing.T) {
 	head, err := exec.Command("git", "rev-parse", "HEAD").Output()
 	if err != nil {
@@ -90,5 +91,11 @@ func TestVersionFromVCS(t *testing.T) {
 	page := string(b)
 	if !strings.Contains(page, "version="+m[1]) || !strings.Contains(page, "revision="+m[2]) {
 		t.Errorf("the landing page does not show version %s and revision %s:\n%s", m[1], m[2], page)
+	}
+	// What is probed, and the way to the status page and the docs.
+	for _, want := range []string{"nowhere: http://127.0.0.1:9", `href="/status"`, "tree/main/docs"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the landing page lacks %s", want)
+		}
 	}
 }

@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"html"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -195,20 +197,7 @@ func (d *daemon) handler() http.Handler {
 		}
 		fmt.Fprintln(w, "Reloaded")
 	})
-	landing, err := web.NewLandingPage(web.LandingConfig{
-		Name:        "headroom",
-		Description: "Prometheus exporter and SLO capacity monitor for LLM inference servers",
-		Version:     version.Info(),
-		Links: []web.LandingLinks{
-			{Address: "/status", Text: "Capacity status"},
-			{Address: "/metrics", Text: "Metrics"},
-			{Address: "/api/v1/status", Text: "Capacity status (JSON)"},
-			{Address: "/-/healthy", Text: "Health"},
-		},
-	})
-	if err == nil {
-		mux.Handle("/", landing)
-	}
+	mux.HandleFunc("/", d.landing)
 	return mux
 }
 
@@ -309,6 +298,35 @@ func (d *daemon) status(w http.ResponseWriter, _ *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(append(b, '\n'))
+}
+
+// landing is the landing page, built on each request so that it names the
+// targets of the configuration running now.
+func (d *daemon) landing(w http.ResponseWriter, r *http.Request) {
+	var b strings.Builder
+	b.WriteString("<h2>Probing</h2><ul>")
+	for _, t := range d.config().Targets {
+		fmt.Fprintf(&b, "<li>%s: %s</li>", html.EscapeString(t.Name), html.EscapeString(t.URL))
+	}
+	b.WriteString("</ul>")
+	page, err := web.NewLandingPage(web.LandingConfig{
+		Name:        "headroom",
+		Description: "Prometheus exporter and SLO capacity monitor for LLM inference servers",
+		Version:     version.Info(),
+		Links: []web.LandingLinks{
+			{Address: "/status", Text: "Capacity status", Description: "per target and use case: capacity, load, headroom and the curves behind them"},
+			{Address: "/metrics", Text: "Metrics"},
+			{Address: "/api/v1/status", Text: "Capacity status (JSON)"},
+			{Address: "https://github.com/headroom-dev/headroom/tree/main/docs", Text: "Documentation"},
+			{Address: "/-/healthy", Text: "Health"},
+		},
+		ExtraHTML: b.String(),
+	})
+	if err != nil {
+		http.Error(w, "landing page: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	page.ServeHTTP(w, r)
 }
 
 // statusPage is the human view of /api/v1/status (package statuspage).

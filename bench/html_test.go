@@ -2,11 +2,8 @@ package bench
 
 import (
 	"bytes"
-	"context"
 	"image"
 	"image/png"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -14,22 +11,9 @@ import (
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/chromedp"
-)
 
-// browser finds Debian's chromium (installed by .ci/run); without it the
-// test is skipped, except in CI where a missing browser is a failure.
-func browser(t *testing.T) string {
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatal("CI: no chromium on PATH; .ci/run installs Debian's chromium package")
-	}
-	t.Skip("no chromium on PATH (apt-get install -y chromium)")
-	return ""
-}
+	"github.com/headroom-dev/headroom/internal/chromium"
+)
 
 // dataPixels counts the pixels of a screenshot drawn in a series colour.
 func dataPixels(img image.Image) int {
@@ -58,7 +42,6 @@ func abs(v int) int { return max(v, -v) }
 
 // The HTML report, opened in headless Chromium, draws data in every chart.
 func TestHTMLChartsDrawInChromium(t *testing.T) {
-	exe := browser(t)
 	rep, err := Load("testdata/report.json")
 	if err != nil {
 		t.Fatal(err)
@@ -74,22 +57,7 @@ func TestHTMLChartsDrawInChromium(t *testing.T) {
 	if err := rep.WriteAll(dir); err != nil {
 		t.Fatal(err)
 	}
-	// Chromium's helper processes can still write to the profile after the
-	// browser exits, which fails t.TempDir's cleanup: the profile gets its own
-	// directory, removed on a best-effort basis after the browser is gone.
-	profile, err := os.MkdirTemp("", "headroom-chromium-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(profile)
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox,
-		chromedp.DisableGPU, chromedp.WindowSize(1000, 800), chromedp.UserDataDir(profile))
-	actx, cancel := chromedp.NewExecAllocator(t.Context(), opts...)
-	defer cancel()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
+	ctx := chromium.Context(t, 1000, 800, 2*time.Minute)
 	var nodes []*cdp.Node
 	if err := chromedp.Run(ctx, chromedp.Navigate("file://"+filepath.Join(dir, "report.html")),
 		chromedp.Nodes("figure.chart", &nodes, chromedp.ByQueryAll)); err != nil {

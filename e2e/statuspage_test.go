@@ -2,17 +2,17 @@ package e2e
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"image/png"
 	"math"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/chromedp/chromedp"
+
+	"github.com/headroom-dev/headroom/internal/chromium"
 )
 
 // checkStatusPage opens a running daemon's /status in headless Chromium,
@@ -21,34 +21,11 @@ import (
 // curve of a use case with samples drawn with points.
 func checkStatusPage(t *testing.T, addr, shotPath string) {
 	t.Helper()
-	exe := ""
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			exe = p
-			break
-		}
-	}
-	if exe == "" {
-		if os.Getenv("CI") != "" {
-			t.Fatal("CI: no chromium on PATH; .ci/run installs Debian's chromium package")
-		}
+	if !chromium.Available() {
 		t.Log("no chromium on PATH: the status page is not checked")
 		return
 	}
-	profile, err := os.MkdirTemp("", "headroom-chromium-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.RemoveAll(profile)
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(exe), chromedp.NoSandbox,
-		chromedp.DisableGPU, chromedp.WindowSize(1400, 1000), chromedp.UserDataDir(profile))
-	actx, cancel := chromedp.NewExecAllocator(t.Context(), opts...)
-	defer cancel()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-
+	ctx := chromium.Context(t, 1400, 1000, time.Minute)
 	type row struct {
 		Target, UseCase, Capacity string
 		Dots                      []int
@@ -62,7 +39,7 @@ func checkStatusPage(t *testing.T, addr, shotPath string) {
 	var shot []byte
 	for range 5 {
 		before = statusJSON(t, addr)
-		err = chromedp.Run(ctx, chromedp.Navigate("http://"+addr+"/status"),
+		err := chromedp.Run(ctx, chromedp.Navigate("http://"+addr+"/status"),
 			chromedp.Evaluate(`Array.from(document.querySelectorAll('tr[data-target]')).map(r => ({
 			Target: r.dataset.target, UseCase: r.dataset.useCase,
 			Capacity: r.querySelector('td.capacity').textContent,

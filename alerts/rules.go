@@ -11,6 +11,7 @@ import (
 
 	"github.com/headroom-dev/headroom/collector"
 	"github.com/headroom-dev/headroom/config"
+	"github.com/prometheus/common/model"
 )
 
 //go:embed rules.yml.tmpl
@@ -116,15 +117,5 @@ func unknownFor(cfg *config.Config) string {
 	for _, u := range cfg.UseCases {
 		d = max(d, u.Window)
 	}
-	return promDuration(d)
-}
-
-func promDuration(d time.Duration) string {
-	switch {
-	case d%time.Hour == 0:
-		return fmt.Sprintf("%dh", d/time.Hour)
-	case d%time.Minute == 0:
-		return fmt.Sprintf("%dm", d/time.Minute)
-	}
-	return fmt.Sprintf("%ds", d/time.Second)
+	return model.Duration(d).String()
 }

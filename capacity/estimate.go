@@ -108,6 +108,12 @@ func metric(name string) (value func(Point) float64, increasing bool) {
 	return func(p Point) float64 { return p.Decode }, false
 }
 
+// Of is the value a point has of the SLO's metric.
+func (s SLO) Of(p Point) float64 {
+	value, _ := metric(s.Name)
+	return value(p)
+}
+
 // Evaluate estimates a use case from its window's points at the current load.
 // Two curves come out of the same window. The steady-state curve rests on lone
 // probes, each at the load production made: what a request arriving among

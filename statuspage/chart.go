@@ -27,17 +27,6 @@ const w, h, pad = 240.0, 120.0, 4.0
 // plot draws an SLO's steady and burst curves, its probes' values at the
 // loads they met (a burst's at its level) and its threshold.
 func plot(s capacity.SLO, points []capacity.Point) chart {
-	value := func(p capacity.Point) float64 {
-		switch s.Name {
-		case "ttft_seconds":
-			return p.TTFT
-		case "e2e_seconds":
-			return p.E2E
-		case "itl_seconds":
-			return p.ITL
-		}
-		return p.Decode
-	}
 	maxX, maxY := 1.0, s.Threshold*1.25
 	grow := func(x, y float64) {
 		if !math.IsNaN(x) && !math.IsInf(x, 0) {
@@ -48,7 +37,7 @@ func plot(s capacity.SLO, points []capacity.Point) chart {
 		}
 	}
 	for _, p := range points {
-		grow(p.Load, value(p))
+		grow(p.Load, s.Of(p))
 	}
 	for _, k := range append(append(capacity.Curve(nil), s.Curve...), s.BurstCurve...) {
 		grow(k.Load, k.Value)
@@ -67,7 +56,7 @@ func plot(s capacity.SLO, points []capacity.Point) chart {
 	c := chart{SLO: s.Name, Threshold: fmt.Sprintf("%g", s.Threshold), Steady: line(s.Curve), Burst: line(s.BurstCurve),
 		ThresholdY: y(s.Threshold), MaxLoad: fmt.Sprintf("%.0f", maxX), MaxText: fmt.Sprintf("%.3g", maxY)}
 	for _, p := range points {
-		if v := value(p); !math.IsNaN(p.Load) && !math.IsNaN(v) && !p.Aftermath {
+		if v := s.Of(p); !math.IsNaN(p.Load) && !math.IsNaN(v) && !p.Aftermath {
 			c.Dots = append(c.Dots, dot{X: x(p.Load), Y: y(v), Burst: p.Burst > 0})
 		}
 	}

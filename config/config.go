@@ -22,7 +22,9 @@ import (
 
 // Config is the whole configuration file.
 type Config struct {
-	Targets     []Target   `yaml:"targets"`
+	Targets []Target `yaml:"targets"`
+	// Discovery finds more targets as Prometheus finds scrape targets.
+	Discovery   []Discovery `yaml:"discovery"`
 	Scenarios   []Scenario `yaml:"scenarios"`
 	UseCases    []UseCase  `yaml:"use_cases"`
 	Power       Power      `yaml:"power"`
@@ -55,6 +57,9 @@ type Target struct {
 	MetricsURL string   `yaml:"metrics_url"`
 	Engine     string   `yaml:"engine"`
 	GPUs       []string `yaml:"gpus"`
+	// Pool groups the targets that serve one deployment, so that rules
+	// can sum their capacity.
+	Pool string `yaml:"pool"`
 	// CapacitySeed is a `headroom bench` report.json of this server: its
 	// measured curves carry the capacity estimate until probes can.
 	CapacitySeed string `yaml:"capacity_seed"`
@@ -100,7 +105,12 @@ type Power struct {
 // MinProbeBudget is the smallest probe_budget: 0.1% of a target's time.
 const MinProbeBudget = 0.001
 
-var nameRE = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
+var (
+	nameRE = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
+	// A target's name may also be an address (10.0.0.7:8000), the name
+	// discovery gives by default, or a pod's namespace/name.
+	targetNameRE = regexp.MustCompile(`^[a-zA-Z0-9_.:/-]+$`)
+)
 
 // Load reads and validates a configuration file.
 func Load(path string) (*Config, error) {
@@ -125,23 +135,34 @@ func Load(path string) (*Config, error) {
 func (c *Config) checkKeys() error {
 	var errs []error
 	for i, t := range c.Targets {
-		field := "api_key_file"
-		if t.APIKeyEnv != "" {
-			field = "api_key_env"
-		}
-		key, err := t.APIKey()
-		switch {
-		case err != nil:
-			errs = append(errs, fmt.Errorf("targets[%d].%s: %w", i, field, err))
-		case key == "" && (t.APIKeyFile != "" || t.APIKeyEnv != ""):
-			errs = append(errs, fmt.Errorf("targets[%d].%s: the key is empty", i, field))
-		}
-		for path, file := range clientFiles(t.HTTPClientConfig) {
-			if f, err := os.Open(file); err != nil {
-				errs = append(errs, fmt.Errorf("targets[%d].http_client_config.%s: %w", i, path, err))
-			} else {
-				f.Close()
-			}
+		errs = append(errs, t.checkFiles(fmt.Sprintf("targets[%d]", i)))
+	}
+	for i, d := range c.Discovery {
+		errs = append(errs, d.Target.checkFiles(fmt.Sprintf("discovery[%d].target", i)))
+	}
+	return errors.Join(errs...)
+}
+
+// checkFiles reads the target's key and opens the files its HTTP client
+// reads; errors name their field under path.
+func (t Target) checkFiles(path string) error {
+	var errs []error
+	field := "api_key_file"
+	if t.APIKeyEnv != "" {
+		field = "api_key_env"
+	}
+	key, err := t.APIKey()
+	switch {
+	case err != nil:
+		errs = append(errs, fmt.Errorf("%s.%s: %w", path, field, err))
+	case key == "" && (t.APIKeyFile != "" || t.APIKeyEnv != ""):
+		errs = append(errs, fmt.Errorf("%s.%s: the key is empty", path, field))
+	}
+	for field, file := range clientFiles(t.HTTPClientConfig) {
+		if f, err := os.Open(file); err != nil {
+			errs = append(errs, fmt.Errorf("%s.http_client_config.%s: %w", path, field, err))
+		} else {
+			f.Close()
 		}
 	}
 	return errors.Join(errs...)
@@ -174,10 +195,17 @@ func (c *Config) setDirectory(dir string) {
 		}
 		return filepath.Join(dir, p)
 	}
+	target := func(t *Target) {
+		t.APIKeyFile = join(t.APIKeyFile)
+		t.CapacitySeed = join(t.CapacitySeed)
+		t.HTTPClientConfig.SetDirectory(dir)
+	}
 	for i := range c.Targets {
-		c.Targets[i].APIKeyFile = join(c.Targets[i].APIKeyFile)
-		c.Targets[i].CapacitySeed = join(c.Targets[i].CapacitySeed)
-		c.Targets[i].HTTPClientConfig.SetDirectory(dir)
+		target(&c.Targets[i])
+	}
+	for i := range c.Discovery {
+		target(&c.Discovery[i].Target)
+		c.Discovery[i].setDirectory(dir)
 	}
 }
 
@@ -229,23 +257,10 @@ func (c *Config) applyDefaults() {
 		c.Power.Source = "auto"
 	}
 	for i := range c.Targets {
-		t := &c.Targets[i]
-		if t.API == "" {
-			t.API = "chat"
-		}
-		if t.Engine == "" {
-			t.Engine = "auto"
-		}
-		if reflect.ValueOf(t.HTTPClientConfig).IsZero() {
-			t.HTTPClientConfig = promconfig.DefaultHTTPClientConfig
-		}
-		if t.MetricsURL == "" && t.URL != "" {
-			path := "/metrics"
-			if t.Engine == "trtllm" {
-				path = "/prometheus/metrics" // where trtllm-serve serves it
-			}
-			t.MetricsURL = strings.TrimRight(t.URL, "/") + path
-		}
+		c.Targets[i].SetDefaults()
+	}
+	for i := range c.Discovery {
+		c.Discovery[i].Target.SetDefaults()
 	}
 	for i := range c.Scenarios {
 		s := &c.Scenarios[i]
@@ -267,6 +282,27 @@ func (c *Config) applyDefaults() {
 		if u.CurveWindow == 0 {
 			u.CurveWindow = max(6*time.Hour, u.Window)
 		}
+	}
+}
+
+// SetDefaults fills what a target leaves out: a static one as it is read, a
+// discovered one once relabeling has given it a URL.
+func (t *Target) SetDefaults() {
+	if t.API == "" {
+		t.API = "chat"
+	}
+	if t.Engine == "" {
+		t.Engine = "auto"
+	}
+	if reflect.ValueOf(t.HTTPClientConfig).IsZero() {
+		t.HTTPClientConfig = promconfig.DefaultHTTPClientConfig
+	}
+	if t.MetricsURL == "" && t.URL != "" {
+		path := "/metrics"
+		if t.Engine == "trtllm" {
+			path = "/prometheus/metrics" // where trtllm-serve serves it
+		}
+		t.MetricsURL = strings.TrimRight(t.URL, "/") + path
 	}
 }
 
@@ -333,31 +369,17 @@ func (c *Config) Validate() error {
 			return p
 		}
 	}
-	targetName := unique("targets", "target")
+	seen := map[string]bool{}
 	for i, t := range c.Targets {
-		p := targetName(i, t.Name)
-		if err := checkURL(t.URL); err != nil {
-			bad(p+".url", "%v", err)
-		} else if err := checkURL(t.MetricsURL); err != nil {
-			bad(p+".metrics_url", "%v", err)
+		p := fmt.Sprintf("targets[%d]", i)
+		if seen[t.Name] {
+			bad(p+".name", "duplicate target %q", t.Name)
 		}
-		if t.API != "chat" && t.API != "completions" {
-			bad(p+".api", "must be chat or completions, got %q", t.API)
-		}
-		if t.APIKeyFile != "" && t.APIKeyEnv != "" {
-			bad(p, "set api_key_file or api_key_env, not both")
-		}
-		if (t.APIKeyFile != "" || t.APIKeyEnv != "") && len(credentials(t.HTTPClientConfig)) > 0 {
-			bad(p+".http_client_config", "sets credentials and so does api_key_file or api_key_env; keep one")
-		}
-		if err := t.HTTPClientConfig.Validate(); err != nil {
-			bad(p+".http_client_config", "%v", err)
-		}
-		switch t.Engine {
-		case "auto", "vllm", "sglang", "tgi", "llamacpp", "trtllm", "nim", "none":
-		default:
-			bad(p+".engine", "unknown engine %q", t.Engine)
-		}
+		seen[t.Name] = true
+		errs = append(errs, t.check(p, false))
+	}
+	for i, d := range c.Discovery {
+		errs = append(errs, d.validate(fmt.Sprintf("discovery[%d]", i)))
 	}
 	scen := map[string]bool{}
 	scenarioName := unique("scenarios", "scenario")
@@ -403,6 +425,52 @@ func (c *Config) Validate() error {
 		if u.TTFTMax == 0 && u.E2EMax == 0 && u.ITLMax == 0 && u.DecodeMinTPS == 0 {
 			bad(p, "needs at least one of ttft_max, e2e_max, itl_max, decode_min_tps")
 		}
+	}
+	return errors.Join(errs...)
+}
+
+// Validate checks a target as discovery produced it; errors name the field.
+func (t Target) Validate() error { return t.check(fmt.Sprintf("target %q", t.Name), false) }
+
+// check validates a target's fields, each error under path. A template's
+// name and URLs come from relabeling, so it must leave them out.
+func (t Target) check(path string, template bool) error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s%s: %s", path, field, fmt.Sprintf(format, args...)))
+	}
+	if template {
+		for _, f := range [][2]string{{"name", t.Name}, {"url", t.URL}, {"metrics_url", t.MetricsURL}} {
+			if f[1] != "" {
+				bad("."+f[0], "comes from relabeling (target, __url__, __metrics_url__), not the template")
+			}
+		}
+	} else {
+		if !targetNameRE.MatchString(t.Name) {
+			bad(".name", "must match [a-zA-Z0-9_.:/-]+, got %q", t.Name)
+		}
+		if err := checkURL(t.URL); err != nil {
+			bad(".url", "%v", err)
+		} else if err := checkURL(t.MetricsURL); err != nil {
+			bad(".metrics_url", "%v", err)
+		}
+	}
+	if t.API != "chat" && t.API != "completions" {
+		bad(".api", "must be chat or completions, got %q", t.API)
+	}
+	if t.APIKeyFile != "" && t.APIKeyEnv != "" {
+		bad("", "set api_key_file or api_key_env, not both")
+	}
+	if (t.APIKeyFile != "" || t.APIKeyEnv != "") && len(credentials(t.HTTPClientConfig)) > 0 {
+		bad(".http_client_config", "sets credentials and so does api_key_file or api_key_env; keep one")
+	}
+	if err := t.HTTPClientConfig.Validate(); err != nil {
+		bad(".http_client_config", "%v", err)
+	}
+	switch t.Engine {
+	case "auto", "vllm", "sglang", "tgi", "llamacpp", "trtllm", "nim", "none":
+	default:
+		bad(".engine", "unknown engine %q", t.Engine)
 	}
 	return errors.Join(errs...)
 }

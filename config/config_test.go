@@ -118,12 +118,55 @@ func TestParseErrorsNamePath(t *testing.T) {
 		{base + "scenarios:\n  - name: s\n    input_tokens: 1024\n    output_tokens: 8\n    interval: fast\n", "scenarios[0].interval: cannot unmarshal !!str `fast` into time.Duration (line 8)"},
 		{base + "power:\n  source: dcgm\n", "power.dcgm_url: required"},
 		{base + "power:\n  source: ipmi\n", "power.source: unknown source"},
+		{"discovery:\n  - relabel_configs: []\n", "discovery[0]: needs at least one of file_sd_configs"},
+		{"discovery:\n  - consul_sd_configs: [{server: h}]\n", "field consul_sd_configs not found in type config.Discovery (line 2)"},
+		{"discovery:\n  - file_sd_configs: [{files: [a.json]}]\n    target: {url: http://h}\n", "discovery[0].target.url: comes from relabeling"},
+		{"discovery:\n  - file_sd_configs: [{files: [a.json]}]\n    target: {api: grpc}\n", "discovery[0].target.api: must be chat or completions"},
+		{"discovery:\n  - file_sd_configs: [{files: [a.json]}]\n    relabel_configs: [{action: explode}]\n", "unknown relabel action \"explode\""},
+		{"discovery:\n  - file_sd_configs: [{files: [a.json]}]\n    relabel_configs: [{action: replace, target_label: \"\"}]\n", "discovery[0].relabel_configs[0]: relabel configuration for replace action requires 'target_label'"},
+		{"discovery:\n  - kubernetes_sd_configs: [{role: node}]\n", "discovery[0].kubernetes_sd_configs[0].role: must be pod or endpointslice"},
+		{"discovery:\n  - file_sd_configs: [{files: [a.txt]}]\n", `path name "a.txt" is not valid for file discovery`},
 	}
 	for _, tc := range tests {
 		_, err := Parse([]byte(tc.yaml))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("Parse(%q)\n got error %v\nwant one containing %q", tc.yaml, err, tc.want)
 		}
+	}
+}
+
+func TestDiscoveryParses(t *testing.T) {
+	c, err := Parse([]byte(`
+discovery:
+  - file_sd_configs: [{files: [targets/*.json], refresh_interval: 1m}]
+    http_sd_configs: [{url: http://127.0.0.1:9/sd}]
+    kubernetes_sd_configs: [{role: pod, namespaces: {names: [llm]}}]
+    relabel_configs:
+      - source_labels: [__meta_kubernetes_pod_label_app_kubernetes_io_instance]
+        target_label: pool
+    target: {engine: vllm, model: llama, pool: default}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := c.Discovery[0]
+	if n := len(d.Configs()); n != 3 {
+		t.Errorf("%d mechanisms, want 3", n)
+	}
+	if got := d.FileSDConfigs[0].RefreshInterval.String(); got != "1m" {
+		t.Errorf("file_sd refresh_interval = %s", got)
+	}
+	if got := d.HTTPSDConfigs[0].RefreshInterval.String(); got != "1m" {
+		t.Errorf("http_sd refresh_interval = %s, want Prometheus's default 1m", got)
+	}
+	if got := d.KubernetesSDConfigs[0].NamespaceDiscovery.Names; len(got) != 1 || got[0] != "llm" {
+		t.Errorf("kubernetes namespaces = %v", got)
+	}
+	if r := d.RelabelConfigs[0]; r.TargetLabel != "pool" || r.Action != "replace" || r.Regex.String() != "(.*)" {
+		t.Errorf("relabel config without its defaults: %+v", r)
+	}
+	if d.Target.API != "chat" || d.Target.HTTPClientConfig.FollowRedirects != true {
+		t.Errorf("template without defaults: %+v", d.Target)
 	}
 }
 

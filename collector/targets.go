@@ -11,7 +11,7 @@ import (
 
 // TargetStatus is what is known about a target's own metrics.
 type TargetStatus struct {
-	Name, Model, Engine, URL string
+	Name, Pool, Model, Engine, URL string
 	Up                       bool
 	Load                     engine.Load
 	// Next is each scenario's next probe time, at the earliest.
@@ -33,7 +33,7 @@ type Targets struct {
 // NewTargets returns a collector reading status on every scrape.
 func NewTargets(status func() []TargetStatus) *Targets {
 	return &Targets{status: status,
-		info:     prometheus.NewDesc("headroom_target_info", "Target metadata.", []string{"target", "model", "engine", "url"}, nil),
+		info:     prometheus.NewDesc("headroom_target_info", "Target metadata.", []string{"target", "pool", "model", "engine", "url"}, nil),
 		up:       prometheus.NewDesc("headroom_target_up", "1 if the target's own /metrics could be read.", []string{"target"}, nil),
 		requests: prometheus.NewDesc("headroom_target_requests", "Requests on the target by state, from its engine's metrics.", []string{"target", "state"}, nil),
 		kv:       prometheus.NewDesc("headroom_target_kv_cache_usage_ratio", "KV-cache usage, 0..1.", []string{"target"}, nil),
@@ -51,7 +51,7 @@ func (c *Targets) Describe(ch chan<- *prometheus.Desc) {
 // Collect implements prometheus.Collector.
 func (c *Targets) Collect(ch chan<- prometheus.Metric) {
 	for _, s := range c.status() {
-		ch <- prometheus.MustNewConstMetric(c.info, prometheus.GaugeValue, 1, s.Name, s.Model, s.Engine, s.URL)
+		ch <- prometheus.MustNewConstMetric(c.info, prometheus.GaugeValue, 1, s.Name, s.Pool, s.Model, s.Engine, s.URL)
 		up := 0.0
 		if s.Up {
 			up = 1

@@ -378,7 +378,7 @@ func (t *target) status() collector.TargetStatus {
 	for k, v := range t.probeErrs {
 		errs[k] = v
 	}
-	return collector.TargetStatus{Name: t.cfg.Name, Model: t.prober.Model(), Engine: t.load.Engine, URL: t.cfg.URL, Up: t.up, Load: t.load, Next: next,
+	return collector.TargetStatus{Name: t.cfg.Name, Pool: t.cfg.Pool, Model: t.prober.Model(), Engine: t.load.Engine, URL: t.cfg.URL, Up: t.up, Load: t.load, Next: next,
 		MetricsErr: t.lastErr, ProbeErrs: errs}
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/headroom-dev/headroom/bench"
 	"github.com/headroom-dev/headroom/config"
+	"github.com/headroom-dev/headroom/fleet"
 	"github.com/headroom-dev/headroom/probe"
 )
 
@@ -275,7 +276,7 @@ func TestCapacitySeededFromBench(t *testing.T) {
 		}
 		return path
 	}
-	if _, err := newDaemon(slog.New(slog.DiscardHandler), func() (*config.Config, error) { return config.Load(write(filepath.Join(dir, "missing.json"))) }); err == nil ||
+	if _, err := newDaemon(slog.New(slog.DiscardHandler), fleet.Shard{}, func() (*config.Config, error) { return config.Load(write(filepath.Join(dir, "missing.json"))) }); err == nil ||
 		!strings.Contains(err.Error(), "targets[0].capacity_seed") {
 		t.Errorf("missing seed: %v, want an error naming targets[0].capacity_seed", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/common/promslog"
 
 	"github.com/headroom-dev/headroom/config"
+	"github.com/headroom-dev/headroom/fleet"
 )
 
 type demoCmd struct {
@@ -76,7 +77,7 @@ func (c *demoCmd) run() int {
 	defer shutdown()
 	simURL := "http://" + l.Addr().String()
 	cfgText := demoConfig(simURL)
-	d, err := newDaemon(logger, func() (*config.Config, error) { return config.Parse([]byte(cfgText)) })
+	d, err := newDaemon(logger, fleet.Shard{}, func() (*config.Config, error) { return config.Parse([]byte(cfgText)) })
 	if err != nil {
 		logger.Error("demo config", "err", err)
 		return 1

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/headroom-dev/headroom/config"
+	"github.com/headroom-dev/headroom/fleet"
 )
 
 // With its port taken, serve exits non-zero at once, before probing: it
@@ -60,7 +61,7 @@ func TestReloadsAreSerialised(t *testing.T) {
 		time.Sleep(20 * time.Millisecond) // a slow file system
 		return config.Load(file)
 	}
-	d, err := newDaemon(slog.New(slog.DiscardHandler), load)
+	d, err := newDaemon(slog.New(slog.DiscardHandler), fleet.Shard{}, load)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,6 +21,8 @@ type settings struct {
 	WebConfigFile string `env:"WEB_CONFIG_FILE"`
 	LogLevel      string `env:"LOG_LEVEL" envDefault:"info"`
 	LogFormat     string `env:"LOG_FORMAT" envDefault:"logfmt"`
+	ShardCount    int    `env:"SHARD_COUNT" envDefault:"1"`
+	ShardIndex    string `env:"SHARD_INDEX" envDefault:"0"`
 }
 
 func main() {

@@ -30,6 +30,7 @@ import (
 	"github.com/headroom-dev/headroom/collector"
 	"github.com/headroom-dev/headroom/config"
 	"github.com/headroom-dev/headroom/estimator"
+	"github.com/headroom-dev/headroom/fleet"
 	"github.com/headroom-dev/headroom/monitor"
 	"github.com/headroom-dev/headroom/power"
 	"github.com/headroom-dev/headroom/statuspage"
@@ -59,6 +60,8 @@ type serveCmd struct {
 	logCfg     *promslog.Config
 	configFile string
 	web        *webFlags
+	shardIndex string
+	shardCount int
 }
 
 func newServeCmd(app *kingpin.Application, s settings, logCfg *promslog.Config) *serveCmd {
@@ -66,13 +69,21 @@ func newServeCmd(app *kingpin.Application, s settings, logCfg *promslog.Config) 
 	c.cmd = app.Command("serve", "Run the probe daemon and exporter (default).").Default()
 	c.cmd.Flag("config.file", "Configuration file. Env: HEADROOM_CONFIG_FILE.").Default(s.ConfigFile).StringVar(&c.configFile)
 	c.web = addWebFlags(c.cmd, s)
+	c.cmd.Flag("shard.count", "Replicas that split the targets between them. Env: HEADROOM_SHARD_COUNT.").Default(fmt.Sprint(s.ShardCount)).IntVar(&c.shardCount)
+	c.cmd.Flag("shard.index", "This replica's share, 0 to shard.count-1, or \"ordinal\" for the number ending the host name (a StatefulSet's pod). Env: HEADROOM_SHARD_INDEX.").
+		Default(s.ShardIndex).StringVar(&c.shardIndex)
 	return c
 }
 
 func (c *serveCmd) run() int {
 	logger := promslog.New(c.logCfg)
+	shard, err := fleet.ParseShard(c.shardIndex, c.shardCount, os.Hostname)
+	if err != nil {
+		logger.Error("sharding", "err", err)
+		return 1
+	}
 	path := c.configFile
-	d, err := newDaemon(logger, func() (*config.Config, error) { return config.Load(path) })
+	d, err := newDaemon(logger, shard, func() (*config.Config, error) { return config.Load(path) })
 	if err != nil {
 		logger.Error("load config", "file", path, "err", err)
 		return 1
@@ -98,26 +109,35 @@ type daemon struct {
 	reloads chan chan error
 	power   power.Swappable
 	probes  *collector.Probes
+	fleet   *fleet.Fleet
 	started time.Time
 
-	mu  sync.Mutex
-	cfg *config.Config
-	ctx context.Context
+	mu sync.Mutex
+	// base is the configuration file as loaded, cfg what runs: base with
+	// the targets that discovery found and this shard owns.
+	base, cfg *config.Config
+	ctx       context.Context
 }
 
-func newDaemon(logger *slog.Logger, load func() (*config.Config, error)) (*daemon, error) {
-	cfg, err := load()
+func newDaemon(logger *slog.Logger, shard fleet.Shard, load func() (*config.Config, error)) (*daemon, error) {
+	base, err := load()
 	if err != nil {
 		return nil, err
 	}
-	seeds, err := estimator.LoadSeeds(cfg)
-	if err != nil {
+	if _, err := estimator.LoadSeeds(base); err != nil {
 		return nil, err
 	}
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		versioncollector.NewCollector("headroom"))
-	d := &daemon{logger: logger, load: load, reg: reg, cfg: cfg, est: estimator.New(cfg, seeds), reloads: make(chan chan error),
+	fl, err := fleet.New(logger, reg, shard)
+	if err != nil {
+		return nil, err
+	}
+	// Discovery has found nothing yet: the static targets start alone.
+	cfg := fl.Config(base)
+	seeds, _ := estimator.LoadSeeds(cfg) // read above; discovery added nothing
+	d := &daemon{logger: logger, load: load, reg: reg, base: base, cfg: cfg, fleet: fl, est: estimator.New(cfg, seeds), reloads: make(chan chan error),
 		reloadOK: prometheus.NewGauge(prometheus.GaugeOpts{Name: "headroom_config_last_reload_successful",
 			Help: "Whether the last configuration reload attempt was successful."}),
 		reloadTime: prometheus.NewGauge(prometheus.GaugeOpts{Name: "headroom_config_last_reload_success_timestamp_seconds",
@@ -136,21 +156,41 @@ func newDaemon(logger *slog.Logger, load func() (*config.Config, error)) (*daemo
 }
 
 // reload loads the configuration again; a bad file keeps the running one.
-// Only serve's reload loop calls it while serving, so reloads never overlap.
+// Only serve's apply loop calls it while serving, so reloads never overlap.
 func (d *daemon) reload() error {
-	cfg, err := d.load()
-	var seeds estimator.Seeds
+	base, err := d.load()
 	if err == nil {
-		seeds, err = estimator.LoadSeeds(cfg)
+		_, err = estimator.LoadSeeds(base)
+	}
+	if err == nil {
+		err = d.fleet.Discover(base)
 	}
 	if err != nil {
 		d.reloadOK.Set(0)
 		d.logger.Error("reload config: keeping the running configuration", "err", err)
 		return err
 	}
+	d.apply(base)
+	d.reloadOK.Set(1)
+	d.reloadTime.SetToCurrentTime()
+	d.warn(base)
+	cfg := d.config()
+	d.logger.Info("reloaded config", "targets", len(cfg.Targets), "discovery", len(cfg.Discovery), "scenarios", len(cfg.Scenarios), "use_cases", len(cfg.UseCases))
+	return nil
+}
+
+// apply runs base with the targets the fleet holds now: after a reload,
+// and whenever discovery finds a change. Only serve's apply loop calls it.
+func (d *daemon) apply(base *config.Config) {
+	cfg := d.fleet.Config(base)
+	seeds, err := estimator.LoadSeeds(cfg)
+	if err != nil {
+		// The reload read these; a file gone since costs its seed, not the fleet.
+		d.logger.Warn("capacity seeds", "err", err)
+	}
 	d.mu.Lock()
 	old := d.cfg
-	d.cfg = cfg
+	d.base, d.cfg = base, cfg
 	ctx := d.ctx
 	d.mu.Unlock()
 	d.est.Configure(cfg, seeds)
@@ -158,11 +198,6 @@ func (d *daemon) reload() error {
 		d.power.Set(openPower(d.logger, cfg.Power))
 	}
 	d.mon.Apply(ctx, cfg)
-	d.reloadOK.Set(1)
-	d.reloadTime.SetToCurrentTime()
-	d.warn(cfg)
-	d.logger.Info("reloaded config", "targets", len(cfg.Targets), "scenarios", len(cfg.Scenarios), "use_cases", len(cfg.UseCases))
-	return nil
 }
 
 // warn logs, once per load, what in the configuration can never work.
@@ -220,15 +255,20 @@ func (d *daemon) serve(ctx context.Context, wf *webFlags, ready func([]net.Addr)
 	ctx, cancel := context.WithCancel(ctx)
 	d.mu.Lock()
 	d.ctx = ctx
-	cfg := d.cfg
+	cfg, base := d.cfg, d.base
 	d.mu.Unlock()
 	d.mon.Apply(ctx, cfg)
+	var wg sync.WaitGroup
+	wg.Go(d.fleet.Start(ctx))
+	if err := d.fleet.Discover(base); err != nil {
+		d.logger.Error("discovery", "err", err)
+	}
 
-	// One goroutine applies reloads, in the order they come, as
-	// blackbox_exporter does: a slow reload cannot finish after a newer one.
+	// One goroutine applies reloads and discovery's changes, in the order
+	// they come, as blackbox_exporter does: a slow reload cannot finish
+	// after a newer one, nor a discovery update land on an older file.
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
-	var wg sync.WaitGroup
 	wg.Go(func() {
 		for {
 			select {
@@ -238,6 +278,12 @@ func (d *daemon) serve(ctx context.Context, wf *webFlags, ready func([]net.Addr)
 				_ = d.reload()
 			case reply := <-d.reloads:
 				reply <- d.reload()
+			case groups := <-d.fleet.Updates():
+				d.fleet.Update(groups)
+				d.mu.Lock()
+				base := d.base
+				d.mu.Unlock()
+				d.apply(base)
 			}
 		}
 	})

@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/headroom-dev/headroom/config"
+	"github.com/headroom-dev/headroom/fleet"
 	"github.com/headroom-dev/headroom/internal/contract"
 	"github.com/headroom-dev/headroom/internal/exposition"
 	"github.com/headroom-dev/headroom/sim"
@@ -41,9 +42,15 @@ func startTinySim(t *testing.T, scale float64) *httptest.Server {
 // startDaemon runs the daemon on a config file and returns its base URL.
 func startDaemon(t *testing.T, cfgFile string) (string, *syncWriter) {
 	t.Helper()
+	return startShard(t, cfgFile, fleet.Shard{})
+}
+
+// startShard runs one replica of a sharded daemon.
+func startShard(t *testing.T, cfgFile string, shard fleet.Shard) (string, *syncWriter) {
+	t.Helper()
 	logs := &syncWriter{w: &bytes.Buffer{}}
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	d, err := newDaemon(logger, func() (*config.Config, error) { return config.Load(cfgFile) })
+	d, err := newDaemon(logger, shard, func() (*config.Config, error) { return config.Load(cfgFile) })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -31,7 +31,7 @@ var Metrics = []Metric{
 	{"headroom_probe_last_success_timestamp_seconds", "gauge", []string{"scenario", "target"}},
 	{"headroom_probe_busy_seconds_total", "counter", []string{"target"}},
 	{"headroom_calibration_bursts_total", "counter", []string{"scenario", "target"}},
-	{"headroom_target_info", "gauge", []string{"engine", "model", "target", "url"}},
+	{"headroom_target_info", "gauge", []string{"engine", "model", "pool", "target", "url"}},
 	{"headroom_target_up", "gauge", []string{"target"}},
 	{"headroom_target_requests", "gauge", []string{"state", "target"}},
 	{"headroom_target_kv_cache_usage_ratio", "gauge", []string{"target"}},
@@ -49,6 +49,7 @@ var Metrics = []Metric{
 	{"headroom_gpu_power_limit_watts", "gauge", []string{"gpu", "target", "uuid"}},
 	{"headroom_energy_joules_per_token", "gauge", []string{"target"}},
 	{"headroom_build_info", "gauge", []string{"branch", "goarch", "goos", "goversion", "revision", "tags", "version"}},
+	{"headroom_targets", "gauge", []string{"source", "state"}},
 	{"headroom_config_last_reload_successful", "gauge", nil},
 	{"headroom_config_last_reload_success_timestamp_seconds", "gauge", nil},
 }

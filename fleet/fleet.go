@@ -1,0 +1,159 @@
+// Package fleet decides which targets this replica probes: the config file's
+// static targets and those its discovery entries find through Prometheus's
+// service discovery and relabeling, keeping the ones its shard owns.
+package fleet
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"log/slog"
+	"slices"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/prometheus/discovery"
+	"github.com/prometheus/prometheus/discovery/targetgroup"
+
+	"github.com/headroom-dev/headroom/config"
+)
+
+// Target states, the state label of headroom_targets.
+const (
+	Probed     = "probed"      // this replica probes it
+	OtherShard = "other_shard" // another replica's
+	Dropped    = "dropped"     // relabeling dropped it
+	Invalid    = "invalid"     // what relabeling left is not a valid target
+	Duplicate  = "duplicate"   // its name was taken by an earlier one
+)
+
+// Fleet is the set of targets to probe. Its methods other than Run are
+// called from the one goroutine that applies configurations, in order.
+type Fleet struct {
+	logger  *slog.Logger
+	shard   Shard
+	metrics *discovery.SDMetrics
+	reg     prometheus.Registerer
+	mgr     *discovery.Manager
+	groups  map[string][]*targetgroup.Group
+	sets    []string // the discovery entries running, by source
+	targets *prometheus.GaugeVec
+	// logged holds the problems already logged, so that each is logged
+	// once, when it appears, not at every update.
+	logged map[string]bool
+}
+
+// New registers discovery's metrics (Prometheus's own prometheus_sd_*
+// names, so that operators' alerts on discovery failures apply) and
+// headroom_targets on reg.
+func New(logger *slog.Logger, reg prometheus.Registerer, shard Shard) (*Fleet, error) {
+	m, err := discovery.CreateAndRegisterSDMetrics(reg)
+	if err != nil {
+		return nil, fmt.Errorf("register discovery metrics: %w", err)
+	}
+	f := &Fleet{logger: logger, shard: shard, metrics: m, reg: reg, groups: map[string][]*targetgroup.Group{}, logged: map[string]bool{},
+		targets: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "headroom_targets",
+			Help: "Targets known to this replica, by where they come from (static or discovery[i]) and state: probed, other_shard, dropped, invalid, duplicate."},
+			[]string{"source", "state"})}
+	if err := reg.Register(f.targets); err != nil {
+		return nil, fmt.Errorf("register headroom_targets: %w", err)
+	}
+	return f, nil
+}
+
+// Start starts discovery, which runs until ctx ends; Updates then delivers
+// what it finds. Call it once, before Discover.
+func (f *Fleet) Start(ctx context.Context) (run func()) {
+	f.mgr = discovery.NewManager(ctx, f.logger.With("component", "discovery"), f.reg, f.metrics, discovery.Name("headroom"))
+	return func() { _ = f.mgr.Run() }
+}
+
+// Discover points discovery at cfg's entries: mechanisms whose
+// configuration is unchanged keep running.
+func (f *Fleet) Discover(cfg *config.Config) error {
+	sets := map[string]discovery.Configs{}
+	for i, d := range cfg.Discovery {
+		sets[source(i)] = d.Configs()
+	}
+	// Entries that a reload removed get none, so their providers stop.
+	for _, name := range f.sets {
+		if _, ok := sets[name]; !ok {
+			sets[name] = nil
+			delete(f.groups, name)
+		}
+	}
+	f.sets = f.sets[:0]
+	for i := range cfg.Discovery {
+		f.sets = append(f.sets, source(i))
+	}
+	if err := f.mgr.ApplyConfig(sets); err != nil {
+		return fmt.Errorf("apply discovery configuration: %w", err)
+	}
+	return nil
+}
+
+// Updates delivers each entry's target groups as they change.
+func (f *Fleet) Updates() <-chan map[string][]*targetgroup.Group { return f.mgr.SyncCh() }
+
+// Update keeps the groups discovery delivered, for the next Config.
+func (f *Fleet) Update(groups map[string][]*targetgroup.Group) {
+	for name, gs := range groups {
+		f.groups[name] = gs
+	}
+}
+
+// Config is base with the targets this replica probes: base's own, then
+// each discovery entry's, each name taken once, and only those the shard
+// owns. headroom_targets counts them all by state.
+func (f *Fleet) Config(base *config.Config) *config.Config {
+	out := *base
+	out.Targets = nil
+	counts := map[[2]string]int{}
+	seen := map[string]bool{}
+	problems := map[string]bool{}
+	add := func(src string, t config.Target) {
+		state := Probed
+		switch {
+		case seen[t.Name]:
+			state = Duplicate
+			problems[fmt.Sprintf("%s: target %q: the name is already taken; relabel target to tell them apart", src, t.Name)] = true
+		case !f.shard.Owns(t.Name):
+			state = OtherShard
+		default:
+			out.Targets = append(out.Targets, t)
+		}
+		seen[t.Name] = true
+		counts[[2]string{src, state}]++
+	}
+	for _, t := range base.Targets {
+		add("static", t)
+	}
+	for i, d := range base.Discovery {
+		src := source(i)
+		groups := slices.Clone(f.groups[src])
+		slices.SortFunc(groups, func(a, b *targetgroup.Group) int { return cmp.Compare(a.Source, b.Source) })
+		for _, r := range Resolve(d, groups) {
+			switch {
+			case r.Dropped:
+				counts[[2]string{src, Dropped}]++
+			case r.Err != nil:
+				counts[[2]string{src, Invalid}]++
+				problems[fmt.Sprintf("%s: group %q: %v", src, r.Group, r.Err)] = true
+			default:
+				add(src, r.Target)
+			}
+		}
+	}
+	f.targets.Reset()
+	for k, n := range counts {
+		f.targets.WithLabelValues(k[0], k[1]).Set(float64(n))
+	}
+	for p := range problems {
+		if !f.logged[p] {
+			f.logger.Warn("target not probed", "problem", p)
+		}
+	}
+	f.logged = problems
+	return &out
+}
+
+func source(i int) string { return fmt.Sprintf("discovery[%d]", i) }

@@ -47,7 +47,7 @@ func TestRulesUseOnlyContractMetrics(t *testing.T) {
 	for _, m := range regexp.MustCompile(`record: (\S+)`).FindAllStringSubmatch(rules, -1) {
 		recorded[m[1]] = true
 	}
-	for _, m := range regexp.MustCompile(`headroom[_:][a-z0-9_:]+`).FindAllString(rules, -1) {
+	for _, m := range regexp.MustCompile(`[a-z_:]*headroom[_:][a-z0-9_:]+`).FindAllString(rules, -1) {
 		if recorded[m] {
 			continue
 		}

@@ -3,10 +3,12 @@ package deploy
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -15,6 +17,7 @@ import (
 	"gopkg.in/yaml.v3"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	sigsyaml "sigs.k8s.io/yaml"
 
 	"github.com/headroom-dev/headroom/config"
@@ -56,12 +59,45 @@ func tool(t *testing.T, args ...string) []byte {
 
 func TestKustomizeBuild(t *testing.T) {
 	checkObjects(t, tool(t, "kustomize", "build", "../kubernetes/base"))
+	out := tool(t, "kustomize", "build", "../kubernetes/overlays/vllm-discovery")
+	objs := checkObjects(t, out)
+	if objs["Role"] != 1 || objs["RoleBinding"] != 1 {
+		t.Errorf("overlay rendered %v, want a Role and a RoleBinding", objs)
+	}
+	for _, want := range []string{"replicas: 2", "namespace: inference", "kubernetes_sd_configs"} {
+		if !bytes.Contains(out, []byte(want)) {
+			t.Errorf("overlay lacks %q", want)
+		}
+	}
 }
 
 func TestHelmChart(t *testing.T) {
 	tool(t, "helm", "lint", "--strict", "../helm/headroom")
 	t.Run("defaults", func(t *testing.T) {
-		checkObjects(t, tool(t, "helm", "template", "hr", "../helm/headroom", "--namespace", "monitoring"))
+		out := tool(t, "helm", "template", "hr", "../helm/headroom", "--namespace", "monitoring")
+		objs := checkObjects(t, out)
+		// No discovery configured: no token and no access to the API.
+		if objs["Role"]+objs["ClusterRole"] != 0 || !bytes.Contains(out, []byte("automountServiceAccountToken: false")) {
+			t.Errorf("a static configuration got API access: %v", objs)
+		}
+	})
+	t.Run("discovery of vLLM pods", func(t *testing.T) {
+		out := tool(t, "helm", "template", "hr", "../helm/headroom", "--namespace", "monitoring", "-f", "../helm/headroom/examples/vllm-discovery.yaml")
+		objs := checkObjects(t, out)
+		if objs["Role"] != 1 || objs["RoleBinding"] != 1 || objs["ClusterRole"] != 0 {
+			t.Errorf("rendered %v, want one Role and RoleBinding (namespace inference) and no ClusterRole", objs)
+		}
+		for _, want := range []string{"replicas: 2", "--shard.count=2", "namespace: inference", "automountServiceAccountToken: true", "kubernetes_sd_configs"} {
+			if !bytes.Contains(out, []byte(want)) {
+				t.Errorf("rendered chart lacks %q", want)
+			}
+		}
+	})
+	t.Run("cluster-wide discovery", func(t *testing.T) {
+		objs := checkObjects(t, tool(t, "helm", "template", "hr", "../helm/headroom", "-f", "../helm/headroom/examples/vllm-discovery.yaml", "--set", "rbac.clusterWide=true"))
+		if objs["ClusterRole"] != 1 || objs["ClusterRoleBinding"] != 1 || objs["Role"] != 0 {
+			t.Errorf("rendered %v, want a ClusterRole and its binding only", objs)
+		}
 	})
 	t.Run("existing secret", func(t *testing.T) {
 		out := tool(t, "helm", "template", "hr", "../helm/headroom", "--set", "apiKeys.existingSecret=keys")
@@ -105,10 +141,17 @@ func checkObjects(t *testing.T, rendered []byte) map[string]int {
 			}
 		}
 		switch kind {
-		case "Deployment":
-			var d appsv1.Deployment
+		case "StatefulSet":
+			var d appsv1.StatefulSet
 			strict(&d)
 			checkPod(t, d.Spec.Template.Spec)
+			checkShards(t, d)
+		case "Role", "ClusterRole":
+			var r rbacv1.ClusterRole // a Role's fields are a ClusterRole's, less aggregation
+			strict(&r)
+			checkDiscoveryRules(t, kind, r.Rules)
+		case "RoleBinding", "ClusterRoleBinding":
+			strict(&rbacv1.ClusterRoleBinding{})
 		case "Service":
 			strict(&corev1.Service{})
 		case "ServiceAccount":
@@ -129,12 +172,49 @@ func checkObjects(t *testing.T, rendered []byte) map[string]int {
 			t.Errorf("unexpected kind %q", kind)
 		}
 	}
-	for _, k := range []string{"Deployment", "Service", "ServiceMonitor", "PrometheusRule", "ConfigMap"} {
+	for _, k := range []string{"StatefulSet", "Service", "ServiceMonitor", "PrometheusRule", "ConfigMap"} {
 		if kinds[k] == 0 {
 			t.Errorf("no %s rendered", k)
 		}
 	}
 	return kinds
+}
+
+// checkShards checks that every replica is a shard that knows the count
+// and takes its index from its ordinal.
+func checkShards(t *testing.T, s appsv1.StatefulSet) {
+	t.Helper()
+	args := strings.Join(s.Spec.Template.Spec.Containers[0].Args, " ")
+	env := map[string]string{}
+	for _, e := range s.Spec.Template.Spec.Containers[0].Env {
+		env[e.Name] = e.Value
+	}
+	count := fmt.Sprintf("--shard.count=%d", *s.Spec.Replicas)
+	if !strings.Contains(args, count) && env["HEADROOM_SHARD_COUNT"] != fmt.Sprint(*s.Spec.Replicas) {
+		t.Errorf("StatefulSet %s: %d replicas, but neither %s nor HEADROOM_SHARD_COUNT in %q / %v", s.Name, *s.Spec.Replicas, count, args, env)
+	}
+	if !strings.Contains(args, "--shard.index=ordinal") && env["HEADROOM_SHARD_INDEX"] != "ordinal" {
+		t.Errorf("StatefulSet %s: the shard index is not the pod's ordinal", s.Name)
+	}
+}
+
+// checkDiscoveryRules allows what Kubernetes discovery reads, read-only.
+func checkDiscoveryRules(t *testing.T, kind string, rules []rbacv1.PolicyRule) {
+	t.Helper()
+	reads := map[string]bool{}
+	for _, r := range rules {
+		if !slices.Equal(r.Verbs, []string{"get", "list", "watch"}) {
+			t.Errorf("%s grants %v, want get, list, watch only", kind, r.Verbs)
+		}
+		for _, res := range r.Resources {
+			reads[res] = true
+		}
+	}
+	for _, res := range []string{"pods", "endpointslices"} {
+		if !reads[res] {
+			t.Errorf("%s cannot read %s", kind, res)
+		}
+	}
 }
 
 func checkPod(t *testing.T, pod corev1.PodSpec) {

@@ -21,3 +21,12 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- define "headroom.secretName" -}}
 {{- default (printf "%s-api-keys" (include "headroom.fullname" .)) .Values.apiKeys.existingSecret -}}
 {{- end -}}
+
+{{- /* "true" when the configuration discovers targets through the Kubernetes API. */ -}}
+{{- define "headroom.discovers" -}}
+{{- $k8s := false -}}
+{{- range .Values.config.discovery -}}
+{{- if .kubernetes_sd_configs -}}{{- $k8s = true -}}{{- end -}}
+{{- end -}}
+{{- $k8s -}}
+{{- end -}}

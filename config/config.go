@@ -25,10 +25,10 @@ type Config struct {
 	Targets []Target `yaml:"targets"`
 	// Discovery finds more targets as Prometheus finds scrape targets.
 	Discovery   []Discovery `yaml:"discovery"`
-	Scenarios   []Scenario `yaml:"scenarios"`
-	UseCases    []UseCase  `yaml:"use_cases"`
-	Power       Power      `yaml:"power"`
-	ProbeBudget float64    `yaml:"probe_budget"`
+	Scenarios   []Scenario  `yaml:"scenarios"`
+	UseCases    []UseCase   `yaml:"use_cases"`
+	Power       Power       `yaml:"power"`
+	ProbeBudget float64     `yaml:"probe_budget"`
 	// MaxInFlight caps probes in flight across all targets.
 	MaxInFlight int `yaml:"max_in_flight"`
 	// EngineScrapeInterval is how often each target's own /metrics is read,

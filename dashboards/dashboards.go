@@ -26,6 +26,7 @@ const (
 	selT  = `target=~"$target"`
 	selTS = `target=~"$target", scenario=~"$scenario"`
 	selTU = `target=~"$target", use_case=~"$use_case"`
+	selPU = `pool=~"$pool", use_case=~"$use_case"`
 )
 
 type query struct{ expr, legend string }
@@ -77,6 +78,8 @@ func base(uid, title, desc string, vars ...string) *dashboard.DashboardBuilder {
 			b.WithVariable(variable("scenario", "Scenario", `label_values(headroom_probes_total{target=~"$target"}, scenario)`))
 		case "use_case":
 			b.WithVariable(variable("use_case", "Use case", "label_values(headroom_slo_threshold, use_case)"))
+		case "pool":
+			b.WithVariable(variable("pool", "Pool", "label_values(headroom_target_info, pool)"))
 		}
 	}
 	return b
@@ -121,7 +124,7 @@ func threshold(slo string) query {
 // Capacity is the capacity-headroom dashboard.
 func Capacity() *dashboard.DashboardBuilder {
 	return base("headroom-capacity", "headroom / Capacity headroom",
-		"How many more concurrent requests each target takes before a use case's thresholds break.", "use_case").
+		"How many more concurrent requests each target takes before a use case's thresholds break.", "use_case", "pool").
 		WithRow(dashboard.NewRowBuilder("Now")).
 		WithPanel(single("Headroom", "1 - load / capacity: the share of capacity still free for the use case.", "percentunit",
 			q(`headroom_ratio{`+selTU+`}`, "{{target}} {{use_case}}"))).
@@ -129,6 +132,17 @@ func Capacity() *dashboard.DashboardBuilder {
 			q(`headroom_free_requests{`+selTU+`}`, "{{target}} {{use_case}}"))).
 		WithPanel(single("SLO margin", "Smallest relative margin to a threshold over the use case's window; below 0 the SLO is breached.", "percentunit",
 			q(`headroom_slo_margin_ratio{`+selTU+`}`, "{{target}} {{use_case}}"))).
+		// Per pool: the recording rules of alerts/headroom.rules.yml.
+		WithRow(dashboard.NewRowBuilder("Pools")).
+		WithPanel(series("Free requests per pool", "Concurrent requests that still fit, summed over the pool's targets with an estimate.", "short",
+			q(`pool_use_case:headroom_free_requests:sum{`+selPU+`}`, "{{pool}} {{use_case}}"))).
+		WithPanel(series("Capacity per pool", "Estimated capacity summed over the pool's targets with an estimate.", "short",
+			q(`pool_use_case:headroom_capacity_requests:sum{`+selPU+`}`, "{{pool}} {{use_case}}"))).
+		WithPanel(series("Worst headroom in the pool", "The lowest 1 - load / capacity among the pool's targets: one busy target while the pool has room is a balancing problem.", "percentunit",
+			q(`pool_use_case:headroom_ratio:min{`+selPU+`}`, "{{pool}} {{use_case}}"))).
+		WithPanel(series("Targets with and without an estimate", "How many of the pool's targets the sums cover, and how many they leave out for want of an estimate.", "short",
+			q(`pool_use_case:headroom_targets_estimated:count{`+selPU+`}`, "estimated {{pool}} {{use_case}}"),
+			q(`pool_use_case:headroom_targets_unestimated:count{`+selPU+`}`, "no estimate {{pool}} {{use_case}}"))).
 		WithRow(dashboard.NewRowBuilder("Over time")).
 		WithPanel(series("Capacity vs load", "Estimated capacity per use case and the requests in flight.", "short",
 			q(`headroom_capacity_requests{`+selTU+`}`, "capacity {{target}} {{use_case}}"),

@@ -32,7 +32,16 @@ func TestCommittedJSONMatchesGenerator(t *testing.T) {
 
 func TestDashboardsAreValid(t *testing.T) {
 	plugins.RegisterDefaultPlugins()
-	metricRE := regexp.MustCompile(`headroom[_:][a-z0-9_:]+`)
+	metricRE := regexp.MustCompile(`[a-z_:]*headroom[_:][a-z0-9_:]+`)
+	// Series the shipped rules record (the pool view's) are theirs to name.
+	rules, err := os.ReadFile("../alerts/headroom.rules.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	recorded := map[string]bool{}
+	for _, m := range regexp.MustCompile(`record: (\S+)`).FindAllStringSubmatch(string(rules), -1) {
+		recorded[m[1]] = true
+	}
 	rateRE := regexp.MustCompile(`(rate|increase)\([^\[]*\[([^\]]+)\]`)
 	for name := range All() {
 		raw, err := os.ReadFile(name)
@@ -68,8 +77,8 @@ func TestDashboardsAreValid(t *testing.T) {
 			}
 		}
 		for _, m := range metricRE.FindAllString(string(raw), -1) {
-			if !contract.Has(m) {
-				t.Errorf("%s: %s is not in the metric contract", name, m)
+			if !contract.Has(m) && !recorded[m] {
+				t.Errorf("%s: %s is neither in the metric contract nor recorded by alerts/headroom.rules.yml", name, m)
 			}
 		}
 	}

@@ -97,7 +97,9 @@ func TestFileSDTargetsFollow(t *testing.T) {
 		ti := targetInfo(t, base)
 		return ti["a"] == "p1 "+sim.URL && ti["b"] == "p1 "+sim.URL
 	})
-	waitFor(t, "a probe of a", func() bool { return scrape(t, base)[`headroom_probes_total{result=success,scenario=short,target=a}`] >= 1 })
+	waitFor(t, "a probe of a", func() bool {
+		return scrape(t, base)[`headroom_probes_total{result=success,scenario=short,target=a}`] >= 1
+	})
 
 	// a leaves, b moves pool, c joins.
 	writeJSON(t, list, []sdGroup{

@@ -106,8 +106,8 @@ func (k *fakeKube) set(name, ip string, port int, labels map[string]string) {
 	k.rv++
 	p := corev1.Pod{TypeMeta: metav1.TypeMeta{Kind: "Pod", APIVersion: "v1"},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "llm", UID: types.UID("uid-" + name), Labels: labels, ResourceVersion: strconv.Itoa(k.rv)},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "vllm", Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: int32(port), Protocol: "TCP"}}}}},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ip, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
+		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "vllm", Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: int32(port), Protocol: "TCP"}}}}},
+		Status:     corev1.PodStatus{Phase: corev1.PodRunning, PodIP: ip, Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}}}
 	k.pods[name] = p
 	k.send(watchEvent{typ, &p})
 }

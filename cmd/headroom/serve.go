@@ -278,7 +278,10 @@ func (d *daemon) serve(ctx context.Context, wf *webFlags, ready func([]net.Addr)
 				_ = d.reload()
 			case reply := <-d.reloads:
 				reply <- d.reload()
-			case groups := <-d.fleet.Updates():
+			case groups, ok := <-d.fleet.Updates():
+				if !ok { // discovery stopped: ctx has ended
+					return
+				}
 				d.fleet.Update(groups)
 				d.mu.Lock()
 				base := d.base

@@ -3,85 +3,43 @@ package main
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/headroom-dev/headroom/fleet"
 	"github.com/headroom-dev/headroom/sim"
 )
 
-// fleetServer is many servers on one loopback port: /t17/... is target 17,
-// a simulator of its own. It counts the probes each target receives.
-type fleetServer struct {
-	*httptest.Server
-	ctx    context.Context
-	mu     sync.Mutex
-	sims   map[string]http.Handler
-	probes map[string]int
-}
-
-func startFleet(t *testing.T) *fleetServer {
+// startFleet serves 110 simulated servers, s0 to s109, on one loopback port.
+func startFleet(t *testing.T) (*sim.Fleet, *httptest.Server) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	f := &fleetServer{ctx: ctx, sims: map[string]http.Handler{}, probes: map[string]int{}}
-	f.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		name, rest, _ := strings.Cut(strings.TrimPrefix(r.URL.Path, "/"), "/")
-		r2 := r.Clone(r.Context())
-		r2.URL.Path = "/" + rest
-		f.server(name, strings.HasSuffix(rest, "completions")).ServeHTTP(w, r2)
-	}))
-	t.Cleanup(func() { f.Close(); cancel() })
-	return f
+	f := sim.NewFleet(ctx, sim.Tiny, 20, "vllm", 110)
+	srv := httptest.NewServer(f)
+	t.Cleanup(func() { srv.Close(); cancel(); f.Wait() })
+	return f, srv
 }
 
-// server is the named target's simulator, started on first use.
-func (f *fleetServer) server(name string, probe bool) http.Handler {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if probe {
-		f.probes[name]++
-	}
-	h, ok := f.sims[name]
-	if !ok {
-		s := sim.NewServer(sim.Tiny, 20, "vllm")
-		go s.Run(f.ctx)
-		h = s.Handler()
-		f.sims[name] = h
-	}
-	return h
-}
-
-func (f *fleetServer) probed(name string) int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.probes[name]
-}
-
-// list is a file_sd list of n targets t0..t(n-1) on the fleet server.
-func (f *fleetServer) list(n int) []sdGroup {
-	addr := strings.TrimPrefix(f.URL, "http://")
+// fleetList is a file_sd list of the fleet's first n servers.
+func fleetList(srv *httptest.Server, n int) []sdGroup {
+	addr := strings.TrimPrefix(srv.URL, "http://")
 	var gs []sdGroup
 	for i := range n {
-		gs = append(gs, sdGroup{Targets: []string{addr}, Labels: map[string]string{"name": fmt.Sprintf("t%d", i)}})
+		gs = append(gs, sdGroup{Targets: []string{addr}, Labels: map[string]string{"target": fmt.Sprintf("s%d", i), "__url__": fmt.Sprintf("%s/s%d", srv.URL, i)}})
 	}
 	return gs
 }
 
 func TestTwoShardsProbeEveryTargetOnce(t *testing.T) {
-	srv := startFleet(t)
+	fl, srv := startFleet(t)
 	dir := t.TempDir()
 	list := filepath.Join(dir, "targets.json")
-	writeJSON(t, list, srv.list(100))
+	writeJSON(t, list, fleetList(srv, 100))
 	cfgFile := filepath.Join(dir, "headroom.yml")
 	entry := `  - file_sd_configs: [{files: [targets.json]}]
-    relabel_configs:
-      - {source_labels: [name], target_label: target}
-      - {source_labels: [__address__, name], separator: /, target_label: __url__, replacement: http://$1}
     target: {engine: vllm}
 `
 	// A hundred targets on one simulated engine are one server to it: their
@@ -109,7 +67,7 @@ func TestTwoShardsProbeEveryTargetOnce(t *testing.T) {
 	})
 	before := owned()
 	for i := range 100 {
-		name := fmt.Sprintf("t%d", i)
+		name := fmt.Sprintf("s%d", i)
 		if before[0][name] == before[1][name] {
 			t.Errorf("%s is probed by %d replicas", name, map[bool]int{true: 2, false: 0}[before[0][name]])
 		}
@@ -134,9 +92,9 @@ func TestTwoShardsProbeEveryTargetOnce(t *testing.T) {
 	waitFor(t, "every target probed once, by one replica", func() bool {
 		pages := [2]map[string]float64{scrape(t, replicas[0]), scrape(t, replicas[1])}
 		for i := range 100 {
-			name := fmt.Sprintf("t%d", i)
+			name := fmt.Sprintf("s%d", i)
 			a, b := counted(pages[0], name), counted(pages[1], name)
-			if got := srv.probed(name); got == 0 || float64(got) != a+b || (a > 0 && b > 0) {
+			if got := fl.Requests(name); got == 0 || float64(got) != a+b || (a > 0 && b > 0) {
 				return false
 			}
 		}
@@ -144,7 +102,7 @@ func TestTwoShardsProbeEveryTargetOnce(t *testing.T) {
 	})
 
 	// Ten targets join: none of the hundred changes replica.
-	writeJSON(t, list, srv.list(110))
+	writeJSON(t, list, fleetList(srv, 110))
 	waitFor(t, "110 targets split", func() bool {
 		o := owned()
 		return len(o[0])+len(o[1]) == 110

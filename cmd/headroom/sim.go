@@ -114,6 +114,7 @@ type simCmd struct {
 	listen                    string
 	validateProfile           string
 	all                       bool
+	fleet                     int
 }
 
 func newSimCmd(app *kingpin.Application, logCfg *promslog.Config) *simCmd {
@@ -122,6 +123,7 @@ func newSimCmd(app *kingpin.Application, logCfg *promslog.Config) *simCmd {
 	c.serve = root.Command("serve", "Serve the simulator (default).").Default()
 	c.serve.Flag("listen", "Address to listen on.").Default("127.0.0.1:8000").StringVar(&c.listen)
 	addSimFlags(c.serve, &c.flags, "none")
+	c.serve.Flag("fleet", "Serve this many simulated servers, /s0/ to /s<N-1>/, each an engine of its own, listed for http_sd at /targets (no background load).").IntVar(&c.fleet)
 	c.profiles = root.Command("profiles", "List profiles: name, then the reference report it was calibrated from.")
 	c.validate = root.Command("validate", "Replay reference reports' protocols in virtual time and compare every figure.")
 	c.validate.Flag("profile", "Profile to validate.").StringVar(&c.validateProfile)
@@ -158,6 +160,9 @@ func (c *simCmd) runServe() int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if c.fleet > 0 {
+		return c.serveFleet(ctx, logger, l)
+	}
 	_, shutdown, err := startSim(ctx, logger, &c.flags, l)
 	if err != nil {
 		logger.Error("start simulator", "err", err)
@@ -165,6 +170,33 @@ func (c *simCmd) runServe() int {
 	}
 	<-ctx.Done()
 	shutdown()
+	return 0
+}
+
+// serveFleet serves --fleet simulated servers on l until ctx ends.
+func (c *simCmd) serveFleet(ctx context.Context, logger *slog.Logger, l net.Listener) int {
+	p, err := sim.LookupProfile(c.flags.profile)
+	if err != nil || c.flags.timeScale <= 0 {
+		logger.Error("start simulator fleet", "err", err, "time_scale", c.flags.timeScale)
+		return 1
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	f := sim.NewFleet(ctx, p, c.flags.timeScale, c.flags.style, c.fleet)
+	hs := &http.Server{Handler: f, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		sctx, scancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer scancel()
+		_ = hs.Shutdown(sctx)
+	}()
+	logger.Info("simulator fleet listening", "address", l.Addr().String(), "servers", c.fleet, "profile", p.Name, "targets", "http://"+l.Addr().String()+"/targets")
+	err = hs.Serve(l)
+	cancel()
+	f.Wait()
+	if err != nil && !errors.Is(err, http.ErrServerClosed) {
+		logger.Error("sim serve", "err", err)
+		return 1
+	}
 	return 0
 }
 

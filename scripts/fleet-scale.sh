@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# One replica with N discovered targets (default 1000) x the default 5
+# scenarios and 5 use cases, against `headroom sim serve --fleet N` on
+# loopback (each target a simulated engine of its own, found through
+# http_sd). After DURATION it prints the daemon's RSS, goroutines, CPU,
+# probes, and its /metrics page's size and scrape time.
+# Usage: scripts/fleet-scale.sh [N] [DURATION]   (default: 1000 10m)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+n=${1:-1000} duration=${2:-10m}
+dir=$(mktemp -d)
+go build -o "$dir/headroom" ./cmd/headroom
+"$dir/headroom" sim serve --fleet "$n" --listen 127.0.0.1:18960 --log.level warn >"$dir/sim.log" 2>&1 & simpid=$!
+cat >"$dir/headroom.yml" <<YML
+discovery:
+  - http_sd_configs: [{url: "http://127.0.0.1:18960/targets"}]
+power: {source: none}
+YML
+"$dir/headroom" --config.file "$dir/headroom.yml" --web.listen-address 127.0.0.1:18961 >"$dir/headroom.log" 2>&1 & hrpid=$!
+trap 'kill $hrpid $simpid 2>/dev/null || true' EXIT
+sleep "$duration"
+m=$dir/metrics.txt
+curl -s -o "$m" -w '%{time_total}' 127.0.0.1:18961/metrics >"$dir/t_text"
+curl -s -H 'Accept: application/openmetrics-text;version=1.0.0' -o "$dir/om.txt" -w '%{time_total}' 127.0.0.1:18961/metrics >"$dir/t_om"
+curl -s -H 'Accept-Encoding: gzip' -o "$dir/gz" 127.0.0.1:18961/metrics
+val() { awk -v k="$1" '$1 == k {print $2}' "$m"; }
+sum() { awk -v p="$1" 'index($1, p) == 1 {s += $2} END {print s + 0}' "$m"; }
+probes=$(sum 'headroom_probes_total{')
+cpu=$(val process_cpu_seconds_total)
+echo "targets probed:        $(awk '/^headroom_targets\{.*state="probed"/ {print $2}' "$m") of $n, after $duration"
+echo "probes:                $probes ($(awk 'index($1, "headroom_probes_total{result=\"success\"") == 1 {s += $2} END {print s + 0}' "$m") successful)"
+echo "RSS:                   $(awk '{printf "%.0f MB", $1 / 1048576}' <<<"$(val process_resident_memory_bytes)"), peak $(awk '/VmHWM/ {printf "%.0f MB", $2/1024}' /proc/$hrpid/status)"
+echo "goroutines:            $(val go_goroutines)"
+echo "CPU:                   ${cpu} s ($(awk -v c="$cpu" -v p="$probes" 'BEGIN {printf "%.1f ms per probe, engine scrapes included", 1000 * c / p}'))"
+echo "simulator CPU:         $(awk '{printf "%.0f s", ($14 + $15) / 100}' /proc/$simpid/stat)"
+echo "/metrics series:       $(grep -vc '^#' "$m")"
+echo "/metrics text:         $(wc -c <"$m" | awk '{printf "%.1f MB", $1 / 1048576}') in $(cat "$dir/t_text") s"
+echo "/metrics OpenMetrics:  $(wc -c <"$dir/om.txt" | awk '{printf "%.1f MB", $1 / 1048576}') in $(cat "$dir/t_om") s"
+echo "/metrics gzip:         $(wc -c <"$dir/gz" | awk '{printf "%.1f MB", $1 / 1048576}')"
+echo "largest families (series):"
+grep -v '^#' "$m" | sed 's/[{ ].*//; s/_bucket$//; s/_sum$//; s/_count$//' | sort | uniq -c | sort -rn | head -8
+echo "errors logged:         $(grep -c 'level=ERROR' "$dir/headroom.log" || true)"

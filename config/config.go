@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -60,6 +61,10 @@ type Target struct {
 	// Pool groups the targets that serve one deployment, so that rules
 	// can sum their capacity.
 	Pool string `yaml:"pool"`
+	// Scenarios are the scenarios probed on this target, and so the use
+	// cases estimated for it; empty for all. A large fleet probes each
+	// deployment at the context lengths it serves.
+	Scenarios []string `yaml:"scenarios"`
 	// CapacitySeed is a `headroom bench` report.json of this server: its
 	// measured curves carry the capacity estimate until probes can.
 	CapacitySeed string `yaml:"capacity_seed"`
@@ -306,6 +311,25 @@ func (t *Target) SetDefaults() {
 	}
 }
 
+// ScenariosOf lists the scenarios probed on t.
+func (c *Config) ScenariosOf(t Target) []Scenario {
+	if len(t.Scenarios) == 0 {
+		return c.Scenarios
+	}
+	var out []Scenario
+	for _, s := range c.Scenarios {
+		if slices.Contains(t.Scenarios, s.Name) {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Probes reports whether scenario is probed on t.
+func (t Target) Probes(scenario string) bool {
+	return len(t.Scenarios) == 0 || slices.Contains(t.Scenarios, scenario)
+}
+
 // ProbeTimeout is the whole-probe limit: the configured one, or one derived from
 // the context length generous enough for a loaded server (the reference reports
 // measured 47.6 s TTFT at 256K on an idle H200; under load it is several times that).
@@ -401,6 +425,19 @@ func (c *Config) Validate() error {
 		if s.Cache != "cold" && s.Cache != "warm" {
 			bad(p+".cache", "must be cold or warm, got %q", s.Cache)
 		}
+	}
+	subset := func(path string, t Target) {
+		for j, name := range t.Scenarios {
+			if !scen[name] {
+				bad(fmt.Sprintf("%s.scenarios[%d]", path, j), "no scenario named %q", name)
+			}
+		}
+	}
+	for i, t := range c.Targets {
+		subset(fmt.Sprintf("targets[%d]", i), t)
+	}
+	for i, d := range c.Discovery {
+		subset(fmt.Sprintf("discovery[%d].target", i), d.Target)
 	}
 	useCaseName := unique("use_cases", "use case")
 	for i, u := range c.UseCases {

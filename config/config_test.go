@@ -119,6 +119,8 @@ func TestParseErrorsNamePath(t *testing.T) {
 		{base + "power:\n  source: dcgm\n", "power.dcgm_url: required"},
 		{base + "power:\n  source: ipmi\n", "power.source: unknown source"},
 		{"discovery:\n  - relabel_configs: []\n", "discovery[0]: needs at least one of file_sd_configs"},
+		{"targets:\n  - {name: a, url: 'http://h', scenarios: [ctx-1k, ctx-2k]}\n", `targets[0].scenarios[1]: no scenario named "ctx-2k"`},
+		{"discovery:\n  - file_sd_configs: [{files: [a.json]}]\n    target: {scenarios: [x]}\n", `discovery[0].target.scenarios[0]: no scenario named "x"`},
 		{"discovery:\n  - consul_sd_configs: [{server: h}]\n", "field consul_sd_configs not found in type config.Discovery (line 2)"},
 		{"discovery:\n  - file_sd_configs: [{files: [a.json]}]\n    target: {url: http://h}\n", "discovery[0].target.url: comes from relabeling"},
 		{"discovery:\n  - file_sd_configs: [{files: [a.json]}]\n    target: {api: grpc}\n", "discovery[0].target.api: must be chat or completions"},
@@ -167,6 +169,23 @@ discovery:
 	}
 	if d.Target.API != "chat" || d.Target.HTTPClientConfig.FollowRedirects != true {
 		t.Errorf("template without defaults: %+v", d.Target)
+	}
+}
+
+func TestScenariosOf(t *testing.T) {
+	c, err := Parse([]byte("targets:\n  - {name: a, url: 'http://h', scenarios: [ctx-96k, ctx-1k]}\n  - {name: b, url: 'http://h'}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range c.ScenariosOf(c.Targets[0]) {
+		got = append(got, s.Name)
+	}
+	if strings.Join(got, " ") != "ctx-1k ctx-96k" {
+		t.Errorf("a probes %v, want ctx-1k ctx-96k in the configuration's order", got)
+	}
+	if len(c.ScenariosOf(c.Targets[1])) != 5 || !c.Targets[1].Probes("ctx-8k") || c.Targets[0].Probes("ctx-8k") {
+		t.Error("a target without scenarios must probe all, one with them only those")
 	}
 }
 

@@ -82,7 +82,7 @@ func (e *Estimator) Burst(target string, load engine.Load, maxBurst int) (scenar
 		scenarios[s.Name] = s
 	}
 	best, bestKnown := math.Inf(1), true
-	for _, u := range cfg.UseCases {
+	for _, u := range useCasesOf(cfg, target) {
 		est := e.estimate(seeds, target, u, load.InFlight(), now)
 		k := capacity.Burst(est, load.InFlight(), load.Waiting, min(maxBurst, affordable(est.Points, cfg.ProbeBudget, u.Window)))
 		if k < 2 {
@@ -143,6 +143,9 @@ func (e *Estimator) Estimates(status []collector.TargetStatus, now time.Time) []
 			load = s.Load.InFlight()
 		}
 		for _, u := range cfg.UseCases {
+			if !t.Probes(u.Scenario) {
+				continue
+			}
 			est := e.estimate(seeds, t.Name, u, load, now)
 			est.NextProbe = s.Next[u.Scenario]
 			out = append(out, est)
@@ -164,12 +167,28 @@ func (e *Estimator) estimate(seeds Seeds, target string, u config.UseCase, load 
 func (e *Estimator) Known(target string) (known, total int) {
 	cfg, seeds := e.state()
 	now := time.Now()
-	for _, u := range cfg.UseCases {
+	us := useCasesOf(cfg, target)
+	for _, u := range us {
 		if !math.IsNaN(e.estimate(seeds, target, u, math.NaN(), now).Capacity) {
 			known++
 		}
 	}
-	return known, len(cfg.UseCases)
+	return known, len(us)
+}
+
+// useCasesOf lists the use cases whose scenario the target is probed with.
+func useCasesOf(cfg *config.Config, target string) []config.UseCase {
+	i := slices.IndexFunc(cfg.Targets, func(t config.Target) bool { return t.Name == target })
+	if i < 0 {
+		return nil
+	}
+	var out []config.UseCase
+	for _, u := range cfg.UseCases {
+		if cfg.Targets[i].Probes(u.Scenario) {
+			out = append(out, u)
+		}
+	}
+	return out
 }
 
 // Reset implements monitor.Recorder: the target's server restarted or

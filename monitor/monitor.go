@@ -307,7 +307,7 @@ func newTarget(m *Monitor, tc config.Target, cfg *config.Config) *target {
 	if err == nil {
 		err = cerr
 	}
-	t := &target{m: m, cfg: tc, scenarios: cfg.Scenarios, budget: cfg.ProbeBudget, scrapeInt: cfg.EngineScrapeInterval,
+	t := &target{m: m, cfg: tc, scenarios: cfg.ScenariosOf(tc), budget: cfg.ProbeBudget, scrapeInt: cfg.EngineScrapeInterval,
 		scrapeTO: cfg.EngineScrapeTimeout, sem: m.sem, server: m.servers[tc.MetricsURL],
 		calib: cfg.Calibration, apiKey: key, localMetrics: local, setupErr: err, client: client, metrics: metrics, inFlight: map[*loadAcc]bool{}, prefills: map[*prefillLog]bool{},
 		load: engine.Load{Running: math.NaN(), Waiting: math.NaN(), KVUsage: math.NaN()}}
@@ -320,7 +320,7 @@ func newTarget(m *Monitor, tc config.Target, cfg *config.Config) *target {
 	}
 	t.secrets = tc.Secrets()
 	t.prober = probe.NewProber(probe.Endpoint{BaseURL: tc.URL, APIKey: key, Secrets: t.secrets, Client: client}, tc.API, tc.Model, engineName)
-	for _, s := range cfg.Scenarios {
+	for _, s := range t.scenarios {
 		m.probes.Init(tc.Name, s.Name)
 	}
 	return t

@@ -143,16 +143,28 @@ func TestHTTPSDTargetsFollow(t *testing.T) {
 	}))
 	defer sd.Close()
 	cfgFile := filepath.Join(t.TempDir(), "headroom.yml")
-	// http_sd polls: a test cannot wait out its 1m default.
+	// http_sd polls: a test cannot wait out its 1m default. The template
+	// probes one of two scenarios.
 	entry := fmt.Sprintf(`  - http_sd_configs: [{url: %s/targets, refresh_interval: 5s}]
     relabel_configs:
       - {source_labels: [__meta_pool], target_label: pool}
+    target: {scenarios: [short]}
 `, sd.URL)
-	if err := os.WriteFile(cfgFile, []byte(discoveryConfig(entry)), 0o600); err != nil {
+	cfg := strings.Replace(discoveryConfig(entry), "use_cases:\n", "  - {name: long, input_tokens: 2048, output_tokens: 16}\nuse_cases:\n  - {name: doc, scenario: long, ttft_max: 1s}\n", 1)
+	if err := os.WriteFile(cfgFile, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	base, _ := startDaemon(t, cfgFile)
 	waitFor(t, "the discovered target", func() bool { return targetInfo(t, base)[addr] == "llama "+sim.URL })
+	waitFor(t, "its capacity series", func() bool {
+		_, ok := scrape(t, base)[fmt.Sprintf("headroom_capacity_samples{target=%s,use_case=chat}", addr)]
+		return ok
+	})
+	for k := range scrape(t, base) {
+		if strings.Contains(k, "target=") && (strings.Contains(k, "scenario=long") || strings.Contains(k, "use_case=doc")) {
+			t.Errorf("%s: the target is not probed with scenario long", k)
+		}
+	}
 	mu.Lock()
 	groups = nil
 	mu.Unlock()

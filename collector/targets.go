@@ -12,8 +12,8 @@ import (
 // TargetStatus is what is known about a target's own metrics.
 type TargetStatus struct {
 	Name, Pool, Model, Engine, URL string
-	Up                       bool
-	Load                     engine.Load
+	Up                             bool
+	Load                           engine.Load
 	// Next is each scenario's next probe time, at the earliest.
 	Next map[string]time.Time
 	// MetricsErr is why the engine's metrics could not be read, "" while

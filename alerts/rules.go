@@ -33,7 +33,7 @@ var Windows = []string{"30m", "2h", "6h", "1d"}
 // histogram's bucket at the threshold.
 type sli struct {
 	Record, Metric, SLO string
-	Le                  string
+	Le, Threshold       string
 	Minimum             bool   // errors are the probes at or below le
 	Note                string // why le is not the threshold, when it is not
 }
@@ -50,6 +50,11 @@ type Options struct {
 	Job string
 }
 
+// native says whether cfg's probe histograms are native only: the error
+// ratios then read the fraction below the threshold itself
+// (histogram_fraction), where classic ones read the bucket nearest it.
+func native(cfg *config.Config) bool { return cfg.ProbeHistograms == "native" }
+
 // Rules renders the recording and alerting rules for cfg's use cases: an
 // error ratio per threshold over each burn-rate window, the burn-rate
 // alerts on them, and the alerts on capacity, probes, targets and headroom
@@ -64,11 +69,14 @@ func Rules(cfg *config.Config, opts Options) ([]byte, error) {
 				return
 			}
 			le, note := bucket(threshold, buckets, minimum)
+			if native(cfg) {
+				le, note = "", ""
+			}
 			record := "headroom:slo_latency_errors"
 			if minimum {
 				record = "headroom:slo_decode_errors"
 			}
-			uc.SLIs = append(uc.SLIs, sli{Record: record, Metric: metric, SLO: slo, Le: le, Minimum: minimum, Note: note})
+			uc.SLIs = append(uc.SLIs, sli{Record: record, Metric: metric, SLO: slo, Le: le, Threshold: strconv.FormatFloat(threshold, 'g', -1, 64), Minimum: minimum, Note: note})
 		}
 		add("headroom_probe_ttft_seconds", "ttft_seconds", u.TTFTMax.Seconds(), collector.LatencyBuckets, false)
 		add("headroom_probe_e2e_seconds", "e2e_seconds", u.E2EMax.Seconds(), collector.LatencyBuckets, false)
@@ -80,7 +88,7 @@ func Rules(cfg *config.Config, opts Options) ([]byte, error) {
 		opts.Job = "headroom"
 	}
 	var b bytes.Buffer
-	err := tmpl.Execute(&b, map[string]any{"UseCases": ucs, "Windows": Windows, "Job": opts.Job,
+	err := tmpl.Execute(&b, map[string]any{"UseCases": ucs, "Windows": Windows, "Job": opts.Job, "Native": native(cfg),
 		"UnknownFor": unknownFor(cfg)})
 	if err != nil {
 		return nil, fmt.Errorf("render rules: %w", err)

@@ -11,6 +11,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/prometheus/promql/promqltest"
+	"gopkg.in/yaml.v3"
+
 	"github.com/headroom-dev/headroom/config"
 	"github.com/headroom-dev/headroom/internal/contract"
 )
@@ -162,4 +165,51 @@ tests:
 			t.Errorf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
 	}
+}
+
+// With probe_histograms: native the error ratios read the fraction below
+// the threshold itself from the native histograms, threshold bucket or not.
+// Debian's promtool (2.42) reads no native histograms: Prometheus's own
+// PromQL engine evaluates the generated expressions.
+func TestRulesForNativeHistograms(t *testing.T) {
+	cfg, err := config.Parse([]byte(`
+probe_histograms: native
+scenarios: [{name: ctx-16k, input_tokens: 16384, output_tokens: 64}]
+use_cases: [{name: summarize, scenario: ctx-16k, ttft_max: 7s, decode_min_tps: 12}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rules, err := Rules(cfg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(rules, []byte("_bucket")) {
+		t.Error("native rules read classic buckets")
+	}
+	var doc struct {
+		Groups []struct {
+			Rules []struct{ Record, Expr string }
+		}
+	}
+	if err := yaml.Unmarshal(rules, &doc); err != nil {
+		t.Fatal(err)
+	}
+	expr := map[string]string{}
+	for _, r := range doc.Groups[0].Rules {
+		expr[r.Record] = strings.TrimSpace(r.Expr)
+	}
+	// Every TTFT in (8, 16] s; three decode speeds in (4, 8] tok/s and one
+	// in (16, 32]: a quarter meet the 12 tok/s minimum, none the 7 s TTFT.
+	promqltest.RunTest(t, `
+load 1m
+  headroom_probe_ttft_seconds{target="a",scenario="ctx-16k"} {{schema:0 sum:40 count:4 offset:4 buckets:[4]}}+{{schema:0 sum:40 count:4 offset:4 buckets:[4]}}x60
+  headroom_probe_decode_tokens_per_second{target="a",scenario="ctx-16k"} {{schema:0 sum:40 count:4 offset:3 buckets:[3 0 1]}}+{{schema:0 sum:40 count:4 offset:3 buckets:[3 0 1]}}x60
+
+eval instant at 40m `+expr["headroom:slo_latency_errors:ratio_rate30m"]+`
+  {target="a"} 1
+
+eval instant at 40m `+expr["headroom:slo_decode_errors:ratio_rate30m"]+`
+  {target="a"} 0.75
+`, promqltest.NewTestEngine(t, false, 0, 10000))
 }

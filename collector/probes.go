@@ -27,7 +27,10 @@ type Probes struct {
 	total, busy, bursts                           *prometheus.CounterVec
 }
 
-func histogram(name, help string, buckets []float64) *prometheus.HistogramVec {
+func newHistogram(name, help string, buckets []float64, nativeOnly bool) *prometheus.HistogramVec {
+	if nativeOnly {
+		buckets = nil // with a native bucket factor, nil means no classic buckets
+	}
 	return prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name: name, Help: help, Buckets: buckets,
 		NativeHistogramBucketFactor:     1.1,
@@ -36,8 +39,13 @@ func histogram(name, help string, buckets []float64) *prometheus.HistogramVec {
 	}, []string{"target", "scenario"})
 }
 
-// NewProbes creates and registers the probe metrics.
-func NewProbes(reg prometheus.Registerer) *Probes {
+// NewProbes creates and registers the probe metrics. nativeOnly leaves
+// the histograms' classic buckets out: the text exposition then carries their
+// sums and counts only, and Prometheus reads the buckets as native histograms.
+func NewProbes(reg prometheus.Registerer, nativeOnly bool) *Probes {
+	histogram := func(name, help string, buckets []float64) *prometheus.HistogramVec {
+		return newHistogram(name, help, buckets, nativeOnly)
+	}
 	p := &Probes{
 		ttft:    histogram("headroom_probe_ttft_seconds", "Time from request sent to first content token.", LatencyBuckets),
 		itl:     histogram("headroom_probe_itl_seconds", "Mean inter-token latency of one probe: decode time / (output tokens - 1).", ITLBuckets),

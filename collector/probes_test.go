@@ -14,7 +14,7 @@ import (
 
 func TestObserveRecordsLatencyOnlyForSuccess(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	p := NewProbes(reg)
+	p := NewProbes(reg, false)
 	p.Init("a", "s")
 	ok := probe.Result{Outcome: probe.Success, TTFT: 300 * time.Millisecond, E2E: 2 * time.Second, Decode: 1700 * time.Millisecond,
 		PromptTokens: 1024, CompletionTokens: 128, TokensFromUsage: true}
@@ -68,5 +68,29 @@ headroom_probes_total{result="usage_mismatch",scenario="s",target="a"} 1
 	p.Forget("a")
 	if n := testutil.CollectAndCount(p.total); n != 0 {
 		t.Errorf("%d series left after Forget", n)
+	}
+}
+
+func TestNativeOnlyHistograms(t *testing.T) {
+	for _, nativeOnly := range []bool{false, true} {
+		reg := prometheus.NewRegistry()
+		p := NewProbes(reg, nativeOnly)
+		p.Observe("a", "s", probe.Result{Outcome: probe.Success, TTFT: 300 * time.Millisecond, E2E: 2 * time.Second}, -1, time.Unix(1000, 0))
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() != "headroom_probe_ttft_seconds" {
+				continue
+			}
+			h := mf.GetMetric()[0].GetHistogram()
+			if classic := len(h.GetBucket()) > 0; classic == nativeOnly {
+				t.Errorf("nativeOnly %v: %d classic buckets", nativeOnly, len(h.GetBucket()))
+			}
+			if h.Schema == nil || h.GetSampleCount() != 1 {
+				t.Errorf("nativeOnly %v: native schema %v, count %d", nativeOnly, h.Schema, h.GetSampleCount())
+			}
+		}
 	}
 }

@@ -37,6 +37,10 @@ type Config struct {
 	EngineScrapeInterval time.Duration `yaml:"engine_scrape_interval"`
 	EngineScrapeTimeout  time.Duration `yaml:"engine_scrape_timeout"`
 	Calibration          Calibration   `yaml:"calibration"`
+	// ProbeHistograms is what the probe histograms carry: "both" classic
+	// buckets and native ones, or "native" only, for a fleet whose classic
+	// buckets would make /metrics too large (docs/operations.md).
+	ProbeHistograms string `yaml:"probe_histograms"`
 }
 
 // Calibration lets the daemon send bursts of concurrent probes of a use
@@ -261,6 +265,9 @@ func (c *Config) applyDefaults() {
 	if c.Power.Source == "" {
 		c.Power.Source = "auto"
 	}
+	if c.ProbeHistograms == "" {
+		c.ProbeHistograms = "both"
+	}
 	for i := range c.Targets {
 		c.Targets[i].SetDefaults()
 	}
@@ -364,6 +371,9 @@ func (c *Config) Validate() error {
 		bad("calibration.max_burst", "must be in [2, 64], got %d", b)
 	} else if c.Calibration.Enabled && c.MaxInFlight > 0 && b > c.MaxInFlight {
 		bad("calibration.max_burst", "must not exceed max_in_flight (%d), got %d", c.MaxInFlight, b)
+	}
+	if c.ProbeHistograms != "both" && c.ProbeHistograms != "native" {
+		bad("probe_histograms", "must be both or native, got %q", c.ProbeHistograms)
 	}
 	switch c.Power.Source {
 	case "auto", "nvml", "none":

@@ -85,13 +85,17 @@ func base(uid, title, desc string, vars ...string) *dashboard.DashboardBuilder {
 	return b
 }
 
-// rate of a histogram's mean per target and scenario.
+// A probe histogram's mean and quantiles per target and scenario, from
+// its classic series or, where probe_histograms is native, its native one.
 func mean(h string) string {
-	return `sum by (target, scenario) (rate(` + h + `_sum{` + selTS + `}[$__rate_interval])) / sum by (target, scenario) (rate(` + h + `_count{` + selTS + `}[$__rate_interval]))`
+	native := `sum by (target, scenario) (rate(` + h + `{` + selTS + `}[$__rate_interval]))`
+	return `sum by (target, scenario) (rate(` + h + `_sum{` + selTS + `}[$__rate_interval])) / sum by (target, scenario) (rate(` + h + `_count{` + selTS + `}[$__rate_interval]))` +
+		` or histogram_sum(` + native + `) / histogram_count(` + native + `)`
 }
 
 func quantile(qv, h string) string {
-	return `histogram_quantile(` + qv + `, sum by (le, target, scenario) (rate(` + h + `_bucket{` + selTS + `}[$__rate_interval])))`
+	return `histogram_quantile(` + qv + `, sum by (le, target, scenario) (rate(` + h + `_bucket{` + selTS + `}[$__rate_interval])))` +
+		` or histogram_quantile(` + qv + `, sum by (target, scenario) (rate(` + h + `{` + selTS + `}[$__rate_interval])))`
 }
 
 // engineDesc says where the engine panels' series come from.

@@ -77,7 +77,7 @@ func watchServer(t *testing.T, prof sim.Profile, wrap func(http.Handler) http.Ha
 		start := time.Now()
 		est := estimator.New(cfg, nil)
 		reg := prometheus.NewRegistry()
-		probes := collector.NewProbes(reg)
+		probes := collector.NewProbes(reg, false)
 		logs := &burstCounter{}
 		mon := monitor.New(slog.New(slog.NewTextHandler(logs, nil)), probes, est, est, monitor.WithDial(ln.Dial))
 		mon.Apply(ctx, cfg)

@@ -3,18 +3,23 @@
 # scenarios and 5 use cases, against `headroom sim serve --fleet N` on
 # loopback (each target a simulated engine of its own, found through
 # http_sd). After DURATION it prints the daemon's RSS, goroutines, CPU,
-# probes, and its /metrics page's size and scrape time.
-# Usage: scripts/fleet-scale.sh [N] [DURATION]   (default: 1000 10m)
+# probes, and its /metrics page's size and scrape time in each format.
+# HISTOGRAMS=native sets probe_histograms: native. TIME_SCALE (default 1)
+# runs the simulated engines faster: long-context probes finish sooner, so
+# every target's every scenario has been probed (and has its histograms)
+# within minutes, as after hours at scale 1.
+# Usage: [HISTOGRAMS=both|native] [TIME_SCALE=x] scripts/fleet-scale.sh [N] [DURATION]   (default: 1000 10m)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${1:-1000} duration=${2:-10m}
 dir=$(mktemp -d)
 go build -o "$dir/headroom" ./cmd/headroom
-"$dir/headroom" sim serve --fleet "$n" --listen 127.0.0.1:18960 --log.level warn >"$dir/sim.log" 2>&1 & simpid=$!
+"$dir/headroom" sim serve --fleet "$n" --time-scale "${TIME_SCALE:-1}" --listen 127.0.0.1:18960 --log.level warn >"$dir/sim.log" 2>&1 & simpid=$!
 cat >"$dir/headroom.yml" <<YML
 discovery:
   - http_sd_configs: [{url: "http://127.0.0.1:18960/targets"}]
 power: {source: none}
+probe_histograms: ${HISTOGRAMS:-both}
 YML
 "$dir/headroom" --config.file "$dir/headroom.yml" --web.listen-address 127.0.0.1:18961 >"$dir/headroom.log" 2>&1 & hrpid=$!
 trap 'kill $hrpid $simpid 2>/dev/null || true' EXIT
@@ -22,11 +27,13 @@ sleep "$duration"
 m=$dir/metrics.txt
 curl -s -o "$m" -w '%{time_total}' 127.0.0.1:18961/metrics >"$dir/t_text"
 curl -s -H 'Accept: application/openmetrics-text;version=1.0.0' -o "$dir/om.txt" -w '%{time_total}' 127.0.0.1:18961/metrics >"$dir/t_om"
+curl -s -H 'Accept: application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited' -o "$dir/pb" -w '%{time_total}' 127.0.0.1:18961/metrics >"$dir/t_pb"
 curl -s -H 'Accept-Encoding: gzip' -o "$dir/gz" 127.0.0.1:18961/metrics
 val() { awk -v k="$1" '$1 == k {print $2}' "$m"; }
 sum() { awk -v p="$1" 'index($1, p) == 1 {s += $2} END {print s + 0}' "$m"; }
 probes=$(sum 'headroom_probes_total{')
 cpu=$(val process_cpu_seconds_total)
+echo "histograms:            ${HISTOGRAMS:-both}, time scale ${TIME_SCALE:-1}"
 echo "targets probed:        $(awk '/^headroom_targets\{.*state="probed"/ {print $2}' "$m") of $n, after $duration"
 echo "probes:                $probes ($(awk 'index($1, "headroom_probes_total{result=\"success\"") == 1 {s += $2} END {print s + 0}' "$m") successful)"
 echo "RSS:                   $(awk '{printf "%.0f MB", $1 / 1048576}' <<<"$(val process_resident_memory_bytes)"), peak $(awk '/VmHWM/ {printf "%.0f MB", $2/1024}' /proc/$hrpid/status)"
@@ -36,7 +43,9 @@ echo "simulator CPU:         $(awk '{printf "%.0f s", ($14 + $15) / 100}' /proc/
 echo "/metrics series:       $(grep -vc '^#' "$m")"
 echo "/metrics text:         $(wc -c <"$m" | awk '{printf "%.1f MB", $1 / 1048576}') in $(cat "$dir/t_text") s"
 echo "/metrics OpenMetrics:  $(wc -c <"$dir/om.txt" | awk '{printf "%.1f MB", $1 / 1048576}') in $(cat "$dir/t_om") s"
-echo "/metrics gzip:         $(wc -c <"$dir/gz" | awk '{printf "%.1f MB", $1 / 1048576}')"
+echo "/metrics protobuf:     $(wc -c <"$dir/pb" | awk '{printf "%.1f MB", $1 / 1048576}') in $(cat "$dir/t_pb") s"
+echo "/metrics text, gzip:   $(wc -c <"$dir/gz" | awk '{printf "%.1f MB", $1 / 1048576}')"
+echo "(target, scenario) pairs with a TTFT histogram: $(grep -c '^headroom_probe_ttft_seconds_count' "$m")"
 echo "largest families (series):"
 grep -v '^#' "$m" | sed 's/[{ ].*//; s/_bucket$//; s/_sum$//; s/_count$//' | sort | uniq -c | sort -rn | head -8
 echo "errors logged:         $(grep -c 'level=ERROR' "$dir/headroom.log" || true)"

@@ -145,7 +145,7 @@ func newDaemon(logger *slog.Logger, shard fleet.Shard, load func() (*config.Conf
 	}
 	reg.MustRegister(d.reloadOK, d.reloadTime)
 	d.warn(cfg)
-	d.probes, d.started = collector.NewProbes(reg), time.Now()
+	d.probes, d.started = collector.NewProbes(reg, cfg.ProbeHistograms == "native"), time.Now()
 	d.mon = monitor.New(logger, d.probes, d.est, d.est)
 	d.power.Set(openPower(logger, cfg.Power))
 	reg.MustRegister(collector.NewTargets(d.mon.Status), collector.NewCapacity(d.est.UseCases, d.estimates),
@@ -161,6 +161,9 @@ func (d *daemon) reload() error {
 	base, err := d.load()
 	if err == nil {
 		_, err = estimator.LoadSeeds(base)
+	}
+	if err == nil && base.ProbeHistograms != d.config().ProbeHistograms {
+		err = fmt.Errorf("probe_histograms: changing it from %s to %s needs a restart", d.config().ProbeHistograms, base.ProbeHistograms)
 	}
 	if err == nil {
 		err = d.fleet.Discover(base)

@@ -24,6 +24,15 @@ YML
 "$dir/headroom" --config.file "$dir/headroom.yml" --web.listen-address 127.0.0.1:18961 >"$dir/headroom.log" 2>&1 & hrpid=$!
 trap 'kill $hrpid $simpid 2>/dev/null || true' EXIT
 sleep "$duration"
+# What the probing cost so far, then the page timed with the fleet paused
+# (SIGSTOP): a scrape's time is the exposition's, not the probes' contention.
+read -r utime stime < <(awk '{print $14, $15}' /proc/$hrpid/stat)
+cpu=$(awk -v u="$utime" -v s="$stime" -v hz="$(getconf CLK_TCK)" 'BEGIN {printf "%.1f", (u + s) / hz}')
+rss=$(awk '/VmRSS/ {printf "%.0f MB", $2/1024}' /proc/$hrpid/status)
+peak=$(awk '/VmHWM/ {printf "%.0f MB", $2/1024}' /proc/$hrpid/status)
+curl -s -o /dev/null 127.0.0.1:18961/metrics
+kill -STOP $simpid
+sleep 3
 m=$dir/metrics.txt
 curl -s -o "$m" -w '%{time_total}' 127.0.0.1:18961/metrics >"$dir/t_text"
 curl -s -H 'Accept: application/openmetrics-text;version=1.0.0' -o "$dir/om.txt" -w '%{time_total}' 127.0.0.1:18961/metrics >"$dir/t_om"
@@ -31,12 +40,12 @@ curl -s -H 'Accept: application/vnd.google.protobuf;proto=io.prometheus.client.M
 curl -s -H 'Accept-Encoding: gzip' -o "$dir/gz" 127.0.0.1:18961/metrics
 val() { awk -v k="$1" '$1 == k {print $2}' "$m"; }
 sum() { awk -v p="$1" 'index($1, p) == 1 {s += $2} END {print s + 0}' "$m"; }
+kill -CONT $simpid
 probes=$(sum 'headroom_probes_total{')
-cpu=$(val process_cpu_seconds_total)
 echo "histograms:            ${HISTOGRAMS:-both}, time scale ${TIME_SCALE:-1}"
 echo "targets probed:        $(awk '/^headroom_targets\{.*state="probed"/ {print $2}' "$m") of $n, after $duration"
 echo "probes:                $probes ($(awk 'index($1, "headroom_probes_total{result=\"success\"") == 1 {s += $2} END {print s + 0}' "$m") successful)"
-echo "RSS:                   $(awk '{printf "%.0f MB", $1 / 1048576}' <<<"$(val process_resident_memory_bytes)"), peak $(awk '/VmHWM/ {printf "%.0f MB", $2/1024}' /proc/$hrpid/status)"
+echo "RSS:                   $rss, peak $peak"
 echo "goroutines:            $(val go_goroutines)"
 echo "CPU:                   ${cpu} s ($(awk -v c="$cpu" -v p="$probes" 'BEGIN {printf "%.1f ms per probe, engine scrapes included", 1000 * c / p}'))"
 echo "simulator CPU:         $(awk '{printf "%.0f s", ($14 + $15) / 100}' /proc/$simpid/stat)"
@@ -47,5 +56,5 @@ echo "/metrics protobuf:     $(wc -c <"$dir/pb" | awk '{printf "%.1f MB", $1 / 1
 echo "/metrics text, gzip:   $(wc -c <"$dir/gz" | awk '{printf "%.1f MB", $1 / 1048576}')"
 echo "(target, scenario) pairs with a TTFT histogram: $(grep -c '^headroom_probe_ttft_seconds_count' "$m")"
 echo "largest families (series):"
-grep -v '^#' "$m" | sed 's/[{ ].*//; s/_bucket$//; s/_sum$//; s/_count$//' | sort | uniq -c | sort -rn | head -8
+grep -v '^#' "$m" | sed 's/[{ ].*//; s/_bucket$//; s/_sum$//; s/_count$//' | sort | uniq -c | sort -rn | head -8 || true
 echo "errors logged:         $(grep -c 'level=ERROR' "$dir/headroom.log" || true)"

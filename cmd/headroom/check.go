@@ -17,7 +17,7 @@ func checkConfig(path string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	fmt.Printf("%s: ok: %d targets, %d scenarios, %d use cases\n", path, len(c.Targets), len(c.Scenarios), len(c.UseCases))
+	fmt.Printf("%s: ok: %d targets, %d discovery entries, %d scenarios, %d use cases\n", path, len(c.Targets), len(c.Discovery), len(c.Scenarios), len(c.UseCases))
 	for _, w := range c.Warnings() {
 		fmt.Printf("warning: %s\n", w)
 	}

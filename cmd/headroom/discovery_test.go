@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -113,6 +114,18 @@ func TestFileSDTargetsFollow(t *testing.T) {
 	})
 	if n := seriesOf(t, base, "a"); n != 0 {
 		t.Errorf("%d series of target a after it left, want none", n)
+	}
+	if !strings.Contains(logs.String(), `msg="targets changed" added=1 removed=1 probed=2`) {
+		t.Errorf("no log line says a left and c came:\n%s", logs)
+	}
+	resp, err := http.Get(base + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(page), "b (pool p2): "+sim.URL) || strings.Contains(string(page), "debug/pprof") {
+		t.Errorf("the landing page does not list b in its pool, or links a profiler it does not serve:\n%s", page)
 	}
 	if got := scrape(t, base)[`headroom_targets{source=discovery[0],state=probed}`]; got != 2 {
 		t.Errorf("headroom_targets probed = %v, want 2", got)

@@ -196,11 +196,34 @@ func (d *daemon) apply(base *config.Config) {
 	d.base, d.cfg = base, cfg
 	ctx := d.ctx
 	d.mu.Unlock()
+	if added, removed := changes(old.Targets, cfg.Targets); added+removed > 0 {
+		d.logger.Info("targets changed", "added", added, "removed", removed, "probed", len(cfg.Targets))
+	}
 	d.est.Configure(cfg, seeds)
 	if cfg.Power != old.Power {
 		d.power.Set(openPower(d.logger, cfg.Power))
 	}
 	d.mon.Apply(ctx, cfg)
+}
+
+// changes counts the targets, by name, that are in now and not in before
+// (added) and the other way round.
+func changes(before, now []config.Target) (added, removed int) {
+	names := map[string]int{}
+	for _, t := range before {
+		names[t.Name]--
+	}
+	for _, t := range now {
+		names[t.Name]++
+	}
+	for _, n := range names {
+		if n > 0 {
+			added++
+		} else if n < 0 {
+			removed++
+		}
+	}
+	return added, removed
 }
 
 // warn logs, once per load, what in the configuration can never work.
@@ -358,7 +381,11 @@ func (d *daemon) landing(w http.ResponseWriter, r *http.Request) {
 	var b strings.Builder
 	b.WriteString("<h2>Probing</h2><ul>")
 	for _, t := range d.config().Targets {
-		fmt.Fprintf(&b, "<li>%s: %s</li>", html.EscapeString(t.Name), html.EscapeString(t.URL))
+		pool := ""
+		if t.Pool != "" {
+			pool = " (pool " + html.EscapeString(t.Pool) + ")"
+		}
+		fmt.Fprintf(&b, "<li>%s%s: %s</li>", html.EscapeString(t.Name), pool, html.EscapeString(t.URL))
 	}
 	b.WriteString("</ul>")
 	page, err := web.NewLandingPage(web.LandingConfig{
@@ -373,6 +400,8 @@ func (d *daemon) landing(w http.ResponseWriter, r *http.Request) {
 			{Address: "/-/healthy", Text: "Health"},
 		},
 		ExtraHTML: b.String(),
+		// The daemon serves no /debug/pprof: the toolkit's links would 404.
+		Profiling: "false",
 	})
 	if err != nil {
 		http.Error(w, "landing page: "+err.Error(), http.StatusInternalServerError)

@@ -6,6 +6,7 @@ package fleet
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -60,11 +61,14 @@ func New(logger *slog.Logger, reg prometheus.Registerer, shard Shard) (*Fleet, e
 	return f, nil
 }
 
-// Start starts discovery, which runs until ctx ends; Updates then delivers
-// what it finds. Call it once, before Discover.
-func (f *Fleet) Start(ctx context.Context) (run func()) {
+// Start makes discovery's manager for ctx; run runs it until ctx ends, and
+// Updates then delivers what it finds. Call it once, before Discover.
+func (f *Fleet) Start(ctx context.Context) (run func(), err error) {
 	f.mgr = discovery.NewManager(ctx, f.logger.With("component", "discovery"), f.reg, f.metrics, discovery.Name("headroom"))
-	return func() { _ = f.mgr.Run() }
+	if f.mgr == nil { // it logged why: its metrics would not register
+		return nil, errors.New("start discovery: the manager's metrics would not register")
+	}
+	return func() { _ = f.mgr.Run() }, nil
 }
 
 // Discover points discovery at cfg's entries: mechanisms whose

@@ -283,9 +283,18 @@ func (d *daemon) serve(ctx context.Context, wf *webFlags, ready func([]net.Addr)
 	d.ctx = ctx
 	cfg, base := d.cfg, d.base
 	d.mu.Unlock()
+	run, err := d.fleet.Start(ctx)
+	if err != nil {
+		d.logger.Error("discovery", "err", err)
+		cancel()
+		for _, l := range listeners {
+			l.Close()
+		}
+		return 1
+	}
 	d.mon.Apply(ctx, cfg)
 	var wg sync.WaitGroup
-	wg.Go(d.fleet.Start(ctx))
+	wg.Go(run)
 	if err := d.fleet.Discover(base); err != nil {
 		d.logger.Error("discovery", "err", err)
 	}

@@ -32,7 +32,7 @@ func TestRender(t *testing.T) {
 	}
 	unknown := est("unknown", math.NaN(), 2, 0.5)
 	unknown.Why = "ttft_seconds: 3 samples in the window, 8 needed"
-	target := Target{TargetStatus: collector.TargetStatus{Name: "gpu-1", Model: "m", Engine: "vllm", URL: "http://gpu-1:8000", Up: true,
+	target := Target{TargetStatus: collector.TargetStatus{Name: "gpu-1", Pool: "llama-70b", Model: "m", Engine: "vllm", URL: "http://gpu-1:8000", Up: true,
 		Next: map[string]time.Time{"ctx-8k": t0.Add(90 * time.Second)}, ProbeErrs: map[string]string{"ctx-96k": "timeout: " + errors.New("read stream: context deadline exceeded").Error()}},
 		Busy: 36 * time.Second, Since: t0.Add(-time.Hour), Budget: 0.02}
 	var b bytes.Buffer

@@ -50,7 +50,6 @@ func newRunner(url string) *Runner {
 	client.Transport.(*http.Transport).MaxIdleConnsPerHost = 512
 	return &Runner{
 		Prober: probe.NewProber(probe.Endpoint{BaseURL: url, Client: client}, "chat", "", "auto"),
-		Cold:   true,
 		Scrape: func(ctx context.Context) (engine.Load, error) {
 			return engine.Scrape(ctx, http.DefaultClient, url+"/metrics", "", "auto")
 		},
@@ -227,7 +226,7 @@ func TestInterruptAndResume(t *testing.T) {
 
 // newRunnerWith is a fresh runner with r's fields, as a second process would have.
 func newRunnerWith(r *Runner) *Runner {
-	return &Runner{Prober: r.Prober, Cold: r.Cold, Scrape: r.Scrape, Logger: r.Logger, Save: r.Save}
+	return &Runner{Prober: r.Prober, Scrape: r.Scrape, Logger: r.Logger, Save: r.Save}
 }
 
 func TestLoadRefusesOtherSchema(t *testing.T) {

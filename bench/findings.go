@@ -17,6 +17,8 @@ type Findings struct {
 	LongCtx          int
 	Scaling          float64 // peak throughput over single-request throughput at the peak's context
 	Requests, Failed int
+	PeakWatts        float64 // highest mean GPU power of a cell; 0: no power source
+	PeakWattsAt      Key
 }
 
 // Findings computes the key findings from the grid's closed-loop cells.
@@ -30,6 +32,9 @@ func (r *Report) Findings() Findings {
 		}
 		if c.Mode == "closed" && c.Output == r.Plan.Output && c.Throughput > f.PeakThroughput {
 			f.PeakThroughput, f.PeakAt = c.Throughput, c.Key
+		}
+		if c.Watts != nil && *c.Watts > f.PeakWatts {
+			f.PeakWatts, f.PeakWattsAt = *c.Watts, c.Key
 		}
 	}
 	f.Requests += f.Failed
@@ -59,6 +64,66 @@ func (f Findings) SuccessRate() float64 {
 		return 0
 	}
 	return 1 - float64(f.Failed)/float64(f.Requests)
+}
+
+// Highlight is one of the cards a report opens with.
+type Highlight struct {
+	Value, Label, Detail string
+}
+
+// Highlights are the reference reports' opening cards: peak throughput, the
+// success rate, the concurrent requests of the report's chatbot (or middle)
+// use case, tokens per hour, and energy and cost per hour where power was read.
+func (r *Report) Highlights() []Highlight {
+	f := r.Findings()
+	out := []Highlight{
+		{fmt.Sprintf("%.1f tok/s", f.PeakThroughput), "Peak system throughput", fmt.Sprintf("@ %d concurrent requests, %s context", f.PeakAt.Concurrency, ctxName(f.PeakAt.Context))},
+		{fmt.Sprintf("%.1f%%", 100*f.SuccessRate()), "Success rate", fmt.Sprintf("across %d requests", f.Requests)},
+	}
+	if u, ok := r.headlineUseCase(); ok {
+		l, _ := r.limitFor(u.Name)
+		out = append(out, Highlight{l.String(), "Concurrent requests", fmt.Sprintf("@ %s context (%s)", ctxName(u.Context), u.Name)})
+	}
+	out = append(out, Highlight{millions(3600 * f.PeakThroughput), "Output tokens per hour", "at peak throughput"})
+	if f.PeakWatts > 0 {
+		kwh := f.PeakWatts / 1000
+		h := Highlight{fmt.Sprintf("%.2f kWh", kwh), "GPU energy per hour", fmt.Sprintf("at the highest mean power, %.0f W (%s)", f.PeakWatts, f.PeakWattsAt)}
+		if r.EnergyPrice > 0 {
+			h.Detail += fmt.Sprintf("; %.3f per hour at %.2f per kWh", kwh*r.EnergyPrice, r.EnergyPrice)
+		}
+		out = append(out, h)
+	}
+	return out
+}
+
+// headlineUseCase is the use case the highlights quote: the one named
+// chatbot, as the reference reports do, else the middle one.
+func (r *Report) headlineUseCase() (UseCase, bool) {
+	us := r.Plan.UseCases
+	if len(us) == 0 {
+		return UseCase{}, false
+	}
+	for _, u := range us {
+		if u.Name == "chatbot" {
+			return u, true
+		}
+	}
+	return us[len(us)/2], true
+}
+
+// ctxName prints a context length as the reports do: 32K, or 512.
+func ctxName(n int) string {
+	if n >= 1024 && n%1024 == 0 {
+		return fmt.Sprintf("%dK", n/1024)
+	}
+	return fmt.Sprint(n)
+}
+
+func millions(v float64) string {
+	if v >= 1e6 {
+		return fmt.Sprintf("%.1f million", v/1e6)
+	}
+	return fmt.Sprintf("%.0f", v)
 }
 
 // contexts are the grid's measured context lengths, ascending.

@@ -15,11 +15,14 @@ var reportHTML = template.Must(template.New("report.html").Funcs(template.FuncMa
 	"pct":   func(v float64) float64 { return 100 * v },
 }).ParseFS(templates, "templates/report.html"))
 
-// Section is a part of the HTML report; one without charts is listed in the
-// contents and laid out by the template itself.
+// Section is a part of the HTML report, listed in its contents. Kind says how
+// the template lays it out: "charts" (its text and charts), "usecase" (a use
+// case's capacity analysis), or the name of a section the template writes itself.
 type Section struct {
-	ID, Title, Text string
-	Charts          []Chart
+	ID, Title, Text, Kind string
+	Sub                   bool // a subsection: indented in the contents, an h3
+	Charts                []Chart
+	UseCase               *useCaseView
 }
 
 type guidanceRow struct {
@@ -36,10 +39,7 @@ func (r *Report) chartOf(col Column, mode string) Chart {
 		ch.XLabel = "requests sent at once"
 	}
 	for _, ctx := range r.contexts() {
-		s := Series{Name: fmt.Sprintf("%dK context", ctx/1024)}
-		if ctx < 1024 {
-			s.Name = fmt.Sprintf("%d context", ctx)
-		}
+		s := Series{Name: ctxName(ctx) + " context"}
 		for _, c := range r.ladder(mode, ctx, r.Plan.Output) {
 			if v, ok := col.Value(c); ok {
 				s.Points = append(s.Points, [2]float64{float64(c.Concurrency), v})
@@ -52,75 +52,56 @@ func (r *Report) chartOf(col Column, mode string) Chart {
 	return ch
 }
 
-// capacityCharts draw each threshold of a use case against its ladder, with
-// the threshold and the limit marked.
-func (r *Report) capacityCharts(u UseCase) []Chart {
-	l, _ := r.limitFor(u.Name)
-	cells := r.ladder("closed", u.Context, u.Output)
-	var out []Chart
-	add := func(metric, title, unit string, threshold, scale float64) {
-		if threshold <= 0 || len(cells) == 0 {
-			return
+func column(name string) Column {
+	for _, c := range Columns {
+		if c.Name == name {
+			return c
 		}
-		s := Series{Name: u.Statistic + " " + title}
-		for _, c := range cells {
-			s.Points = append(s.Points, [2]float64{float64(c.Concurrency), scale * c.Stats[metric].Get(u.Statistic)})
-		}
-		ch := Chart{ID: "capacity-" + u.Name + "-" + metric, Title: fmt.Sprintf("%s: %s (%s) at %d context, %d output tokens", u.Name, title, unit, u.Context, u.Output),
-			XLabel: "concurrent requests", YLabel: title + " (" + unit + ")", Series: []Series{s},
-			HRules: []Rule{{At: scale * threshold, Label: fmt.Sprintf("threshold %g %s", scale*threshold, unit)}}}
-		if l.Tested > 0 && !l.Capped && l.Capacity > 0 {
-			ch.VRules = []Rule{{At: l.Capacity, Label: fmt.Sprintf("limit %.1f", l.Capacity)}}
-		}
-		out = append(out, ch)
 	}
-	add("ttft_s", "TTFT", "s", u.TTFTMax, 1)
-	add("e2e_s", "E2E", "s", u.E2EMax, 1)
-	add("decode_tps", "generation speed", "tok/s", u.DecodeMin, 1)
-	add("itl_s", "ITL", "ms", u.ITLMax, 1000)
-	return out
+	panic("bench: no column " + name)
 }
 
-// Sections lays out the HTML report in the reference reports' order.
+// Sections lays out the HTML report in the reference reports' order:
+// findings and guidance, the performance charts, each use case's capacity,
+// the technical analysis, bursts, then the per-cell data, a glossary and the
+// methodology.
 func (r *Report) Sections() []Section {
-	out := []Section{{ID: "findings", Title: "Key findings"}, {ID: "guidance", Title: "Use case guidance"}}
-	column := func(name string) Column {
-		for _, c := range Columns {
-			if c.Name == name {
-				return c
-			}
-		}
-		panic("bench: no column " + name)
-	}
+	out := []Section{{ID: "findings", Title: "Key findings", Kind: "findings"}, {ID: "guidance", Title: "Use case guidance", Kind: "guidance"}}
 	perf := func(name, text string) {
-		col := column(name)
-		if r.Has(col, "closed") {
-			out = append(out, Section{ID: name, Title: col.Title, Text: text, Charts: []Chart{r.chartOf(col, "closed")}})
+		if col := column(name); r.Has(col, "closed") {
+			out = append(out, Section{ID: name, Title: col.Title, Text: text, Kind: "charts", Charts: []Chart{r.chartOf(col, "closed")}})
 		}
 	}
 	perf("throughput", "Output tokens per second across all concurrent requests; prompt tokens are excluded.")
-	perf("decode", "The speed at which text streams into each user's response.")
+	perf("decode", "The speed at which text streams into each user's response: output tokens after the first, over the time they took.")
 	perf("ttft", "Time from request sent to first token: queue wait plus prefill.")
-	capacity := Section{ID: "capacity", Title: "Capacity analysis",
-		Text: "Each use case's statistic against its thresholds at its context length; the dotted line marks the limit."}
+	out = append(out, Section{ID: "capacity", Title: "Capacity analysis", Kind: "text",
+		Text: "Each use case at its own context and output length, as concurrency rises. Dashed lines are its thresholds; the dotted line is the capacity limit, where the first threshold is crossed."})
 	for _, u := range r.Plan.UseCases {
-		capacity.Charts = append(capacity.Charts, r.capacityCharts(u)...)
+		v := r.useCaseView(u)
+		out = append(out, Section{ID: "capacity-" + u.Name, Title: fmt.Sprintf("%s (%s context, %d output tokens)", u.Name, ctxName(u.Context), u.Output),
+			Kind: "usecase", Sub: true, Charts: v.Charts, UseCase: &v})
 	}
-	out = append(out, capacity)
-	perf("queue", "Mean time requests waited in the server's queue, from its own metrics.")
-	perf("prefill", "Prompt tokens per second of TTFT, as each user sees it.")
-	perf("itl", "Mean time between output tokens.")
-	perf("efficiency", "System throughput over single-request throughput times concurrency.")
-	perf("power", "Mean GPU power over each cell.")
+	perf("queue", "Mean time requests waited in the server's queue before their prefill, from its own metrics. It is part of TTFT.")
+	perf("prefill", "Prompt tokens per second of TTFT, as each user sees it: the context over the wait for the first token.")
+	perf("itl", "Mean time between output tokens: how smoothly a response streams.")
+	perf("efficiency", "System throughput over single-request throughput times concurrency: 100% is linear scaling.")
+	perf("power", "Mean GPU power over each cell, all the server's GPUs together.")
 	perf("energy", "GPU energy per output token.")
 	if len(r.levels("burst")) > 0 {
-		bursts := Section{ID: "bursts", Title: "Burst load (queue depth)", Text: "Requests sent at once, nothing after."}
+		bursts := Section{ID: "bursts", Title: "Burst load (queue depth)", Kind: "charts", Text: "Requests sent at once, nothing after: how the server takes a sudden queue."}
 		for _, name := range []string{"ttft", "decode", "itl"} {
 			bursts.Charts = append(bursts.Charts, r.chartOf(column(name), "burst"))
 		}
 		out = append(out, bursts)
 	}
-	return out
+	if len(r.SafeQueue) > 0 {
+		out = append(out, Section{ID: "safe-queue", Title: "Max safe queue depth", Kind: "safe-queue"})
+	}
+	return append(out,
+		Section{ID: "cells", Title: "Per-cell data", Kind: "cells"},
+		Section{ID: "glossary", Title: "Glossary", Kind: "glossary"},
+		Section{ID: "methodology", Title: "Methodology and test parameters", Kind: "methodology"})
 }
 
 // WriteHTML writes the self-contained HTML report.
@@ -131,5 +112,6 @@ func (r *Report) WriteHTML(w io.Writer) error {
 		ttft, speed := u.Threshold()
 		rows = append(rows, guidanceRow{UseCase: u, TTFT: ttft, Speed: speed, Limit: l.String(), Breach: l.Breach})
 	}
-	return reportHTML.Execute(w, map[string]any{"Report": r, "Findings": r.Findings(), "Guidance": rows, "Sections": r.Sections()})
+	return reportHTML.Execute(w, map[string]any{"Report": r, "Findings": r.Findings(), "Highlights": r.Highlights(), "Guidance": rows,
+		"Sections": r.Sections(), "Cells": r.cellTables(), "Glossary": Glossary, "Method": r.Methodology(), "MinSamples": MinSamples})
 }

@@ -2,17 +2,22 @@ package bench
 
 import (
 	"bytes"
+	"context"
 	"image"
 	"image/png"
+	"net/http"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/chromedp"
 
+	"github.com/headroom-dev/headroom/config"
 	"github.com/headroom-dev/headroom/internal/chromium"
+	"github.com/headroom-dev/headroom/power"
 )
 
 // dataPixels counts the pixels of a screenshot drawn in a series colour.
@@ -40,6 +45,30 @@ func dataPixels(img image.Image) int {
 
 func abs(v int) int { return max(v, -v) }
 
+// chartPixels screenshots every chart of the open page and counts its pixels
+// in a series colour, by chart id.
+func chartPixels(t *testing.T, ctx context.Context) map[string]int {
+	t.Helper()
+	var nodes []*cdp.Node
+	if err := chromedp.Run(ctx, chromedp.Nodes("figure.chart", &nodes, chromedp.ByQueryAll)); err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, n := range nodes {
+		id := n.AttributeValue("data-chart")
+		var shot []byte
+		if err := chromedp.Run(ctx, chromedp.ScreenshotNodes([]*cdp.Node{n}, 1, &shot)); err != nil {
+			t.Fatalf("screenshot %s: %v", id, err)
+		}
+		img, err := png.Decode(bytes.NewReader(shot))
+		if err != nil {
+			t.Fatalf("%s: %v", id, err)
+		}
+		out[id] = dataPixels(img)
+	}
+	return out
+}
+
 // The HTML report, opened in headless Chromium, draws data in every chart.
 func TestHTMLChartsDrawInChromium(t *testing.T) {
 	rep, err := Load("testdata/report.json")
@@ -58,31 +87,155 @@ func TestHTMLChartsDrawInChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := chromium.Context(t, 1000, 800, 2*time.Minute)
-	var nodes []*cdp.Node
-	if err := chromedp.Run(ctx, chromedp.Navigate("file://"+filepath.Join(dir, "report.html")),
-		chromedp.Nodes("figure.chart", &nodes, chromedp.ByQueryAll)); err != nil {
+	if err := chromedp.Run(ctx, chromedp.Navigate("file://"+filepath.Join(dir, "report.html"))); err != nil {
 		t.Fatal(err)
 	}
-	if len(nodes) != len(want) {
-		t.Errorf("%d charts on the page, want %d", len(nodes), len(want))
+	drawn := chartPixels(t, ctx)
+	if len(drawn) != len(want) {
+		t.Errorf("%d charts on the page, want %d", len(drawn), len(want))
 	}
-	for _, n := range nodes {
-		id := n.AttributeValue("data-chart")
+	for id, px := range drawn {
 		delete(want, id)
-		var shot []byte
-		if err := chromedp.Run(ctx, chromedp.ScreenshotNodes([]*cdp.Node{n}, 1, &shot)); err != nil {
-			t.Fatalf("screenshot %s: %v", id, err)
-		}
-		img, err := png.Decode(bytes.NewReader(shot))
-		if err != nil {
-			t.Fatalf("%s: %v", id, err)
-		}
 		// A line with a few points is hundreds of pixels; a legend swatch alone is ~60.
-		if px := dataPixels(img); px < 150 {
+		if px < 150 {
 			t.Errorf("chart %s: %d pixels of data drawn, want a line", id, px)
 		}
 	}
 	for id := range want {
 		t.Errorf("chart %s is not on the page", id)
+	}
+}
+
+// reference000 maps each part of reference report 000 to the section of a
+// bench report that answers it, and what that section must hold.
+var reference000 = []struct {
+	part, id      string
+	charts, cells int // at least this many charts drawn and numeric table cells
+}{
+	{"Model / test hardware card", "card", 0, 0},
+	{"Highlights", "highlights", 0, 0},
+	{"Key findings", "findings", 0, 5},
+	{"Use case guidance", "guidance", 0, 5},
+	{"System throughput", "throughput", 1, 0},
+	{"Per-user generation speed", "decode", 1, 0},
+	{"Time to first token", "ttft", 1, 0},
+	{"Capacity analysis: code completion", "capacity-code-completion", 1, 6},
+	{"Capacity analysis: short-form chatbot", "capacity-short-chatbot", 1, 6},
+	{"Capacity analysis: general chatbot", "capacity-chatbot", 1, 6},
+	{"Capacity analysis: long document processing", "capacity-document", 1, 6},
+	{"Capacity analysis: automated coding assistant", "capacity-coding-assistant", 1, 6},
+	{"Queue wait times", "queue", 1, 0},
+	{"Per-user prefill speed", "prefill", 1, 0},
+	{"Inter-token latency", "itl", 1, 0},
+	{"Scaling efficiency", "efficiency", 1, 0},
+	{"Power consumption", "power", 1, 0},
+	{"Percentile breakdowns (on request in 000)", "cells", 0, 100},
+	{"Methodology", "methodology", 0, 1},
+	{"Glossary (000's 'how fast/responsive is this')", "glossary", 0, 0},
+}
+
+// sectionJS measures a section of the page: the charts and numeric table
+// cells between its heading and the next heading of its level or above, its
+// text, and whether it is listed in the contents.
+const sectionJS = `(function(id) {
+  const h = document.getElementById(id);
+  if (!h) return null;
+  const level = /^H[1-6]$/.test(h.tagName) ? +h.tagName[1] : 9;
+  const nodes = /^H[1-6]$/.test(h.tagName) ? [] : [h];
+  for (let n = h.nextElementSibling; n && !(/^H[1-6]$/.test(n.tagName) && +n.tagName[1] <= level); n = n.nextElementSibling) nodes.push(n);
+  let charts = 0, cells = 0, text = "";
+  for (const n of nodes) {
+    charts += n.matches("figure.chart") ? 1 : n.querySelectorAll("figure.chart").length;
+    for (const td of n.querySelectorAll("td")) if (/\d/.test(td.textContent)) cells++;
+    text += n.textContent;
+  }
+  return {charts, cells, text, listed: !!document.querySelector('nav a[href="#' + id + '"]')};
+})`
+
+// A report of headroom bench against headroom sim on report 000's profile has
+// a counterpart of every part of report 000, with data drawn in each chart
+// and no legend clipped.
+func TestReportHasReference000Sections(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a sweep of the simulator")
+	}
+	ctx := chromium.Context(t, 1100, 900, 4*time.Minute)
+	cfg, err := config.Parse(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := startSim(t, "qwen3-coder-next-fp8-h200-sglang", 50, nil)
+	r := newRunner(ts.URL)
+	r.Power = power.DCGM{URL: ts.URL + "/metrics", Client: http.DefaultClient}
+	rep := newReport(Plan{Contexts: []int{1024, 8192, 32768}, Concurrency: []int{1, 2, 4, 8}, Output: 256, Warmup: 1,
+		Burst: []int{1, 4, 16, 64}, BurstTTFTMax: 3, UseCases: UseCases(cfg)})
+	rep.Target = Target{URL: ts.URL, API: "chat", Engine: "auto"}
+	rep.Power, rep.EnergyPrice = "dcgm", 0.10
+	if err := r.Run(t.Context(), rep); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := rep.WriteAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Run(ctx, chromedp.Navigate("file://"+filepath.Join(dir, "report.html"))); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range reference000 {
+		var got *struct {
+			Charts, Cells int
+			Text          string
+			Listed        bool
+		}
+		if err := chromedp.Run(ctx, chromedp.Evaluate(sectionJS+"("+strconv.Quote(p.id)+")", &got)); err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case got == nil:
+			t.Errorf("%s: no section #%s", p.part, p.id)
+		case got.Charts < p.charts || got.Cells < p.cells:
+			t.Errorf("%s (#%s): %d charts and %d numeric cells, want at least %d and %d", p.part, p.id, got.Charts, got.Cells, p.charts, p.cells)
+		case !got.Listed && p.id != "card" && p.id != "highlights":
+			t.Errorf("%s (#%s) is not in the contents", p.part, p.id)
+		}
+		if got != nil {
+			t.Logf("%-50s #%-26s %d charts, %3d cells", p.part, p.id, got.Charts, got.Cells)
+		}
+	}
+	for id, px := range chartPixels(t, ctx) {
+		if px < 150 {
+			t.Errorf("chart %s: %d pixels of data drawn, want a line", id, px)
+		}
+	}
+	var card, cards string
+	if err := chromedp.Run(ctx, chromedp.Text("#card", &card), chromedp.Text("#highlights", &cards)); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"H200 SXM", "141 GiB", "W per GPU", "vllm"} {
+		if !strings.Contains(card, want) {
+			t.Errorf("hardware and model card lacks %q:\n%s", want, card)
+		}
+	}
+	for _, want := range []string{"Peak system throughput", "Success rate", "Concurrent requests", "Output tokens per hour", "GPU energy per hour", "per kWh"} {
+		if !strings.Contains(cards, want) {
+			t.Errorf("highlights lack %q:\n%s", want, cards)
+		}
+	}
+	// Every legend's text ends inside its chart.
+	var clipped []string
+	if err := chromedp.Run(ctx, chromedp.Evaluate(`[...document.querySelectorAll("svg text.legend")].filter(t => {
+		const b = t.getBBox(); return b.x + b.width > t.ownerSVGElement.viewBox.baseVal.width }).map(t => t.textContent)`, &clipped)); err != nil {
+		t.Fatal(err)
+	}
+	if len(clipped) > 0 {
+		t.Errorf("legends clipped: %v", clipped)
+	}
+	// Bursts of 1 to 64 span more than 10x: their axis is logarithmic.
+	var logAxes int
+	if err := chromedp.Run(ctx, chromedp.Evaluate(`[...document.querySelectorAll("figure.chart[data-chart^=burst-] svg")].filter(s => s.textContent.includes("(log scale)")).length`, &logAxes)); err != nil {
+		t.Fatal(err)
+	}
+	if logAxes != 3 {
+		t.Errorf("%d burst charts on a log axis, want 3", logAxes)
 	}
 }

@@ -32,6 +32,9 @@ type Plan struct {
 	// Warmup requests are sent alone before the first cell of each context and
 	// output length and discarded: they size the prompt and warm the server.
 	Warmup int `json:"warmup"`
+	// WarmCache lets prompts share a prefix cache; false gives each prompt a
+	// fresh nonce, the reference reports' "no prompt caching".
+	WarmCache bool `json:"warm_cache,omitempty"`
 	// Burst sizes (report 004's queue mode) at every context; their safe queue
 	// depth is the largest burst whose mean TTFT stays within BurstTTFTMax.
 	Burst        []int   `json:"burst,omitempty"`

@@ -31,13 +31,17 @@ type Report struct {
 	Target  Target    `json:"target"`
 	// TimeScale > 1: the server is a time-scaled `headroom sim`; every time
 	// and rate in this report is virtual (simulated), converted from wall time.
-	TimeScale float64 `json:"time_scale"`
-	Plan      Plan    `json:"plan"`
-	Cells     []Cell  `json:"cells"`
-	Limits    []Limit `json:"limits"`
-	SafeQueue []Depth `json:"safe_queue,omitempty"`
-	Complete  bool    `json:"complete"` // false: interrupted; run again with the same --out to resume
-	Power     string  `json:"power,omitempty"`
+	TimeScale float64   `json:"time_scale"`
+	Plan      Plan      `json:"plan"`
+	Cells     []Cell    `json:"cells"`
+	Limits    []Limit   `json:"limits"`
+	SafeQueue []Depth   `json:"safe_queue,omitempty"`
+	Complete  bool      `json:"complete"` // false: interrupted; run again with the same --out to resume
+	Power     string    `json:"power,omitempty"`
+	Hardware  *Hardware `json:"hardware,omitempty"`
+	// EnergyPrice is the electricity price per kWh the highlights cost the
+	// GPUs' power at; 0: no cost shown.
+	EnergyPrice float64 `json:"energy_price_kwh,omitempty"`
 }
 
 // Target is the server benchmarked. The API key is never part of it.
@@ -45,7 +49,7 @@ type Target struct {
 	URL    string `json:"url"`
 	API    string `json:"api"`
 	Model  string `json:"model"`
-	Engine string `json:"engine"`
+	Engine string `json:"engine"` // as detected from the server's metrics where asked for auto
 }
 
 // Cell is one context length, output length and concurrency, closed loop or burst.

@@ -20,7 +20,6 @@ import (
 // Runner measures cells against one server with the daemon's probe code.
 type Runner struct {
 	Prober *probe.Prober
-	Cold   bool // a fresh nonce per prompt: no prefix-cache hits
 	// Scrape reads the server's own metrics (queue wait, time scale); nil: not read.
 	Scrape func(context.Context) (engine.Load, error)
 	Power  power.Source // nil: no power readings
@@ -48,8 +47,22 @@ func (r *Runner) Run(ctx context.Context, rep *Report) error {
 		switch {
 		case err != nil:
 			r.Logger.Warn("server metrics unreadable: no queue wait, time scale taken as 1", "err", err)
-		case l.TimeScale > 0:
-			r.scale = l.TimeScale
+		default:
+			if l.TimeScale > 0 {
+				r.scale = l.TimeScale
+			}
+			if l.Engine != "" {
+				rep.Target.Engine = l.Engine
+			}
+		}
+	}
+	if r.Power != nil {
+		gpus, err := r.Power.Read(ctx)
+		if err != nil {
+			r.Logger.Warn("power source unreadable: no hardware card", "err", err)
+		}
+		if h := hardwareOf(gpus); h != nil {
+			rep.Hardware = h
 		}
 	}
 	if len(rep.Cells) > 0 && rep.TimeScale != r.scale {
@@ -108,7 +121,7 @@ func (r *Runner) search(ctx context.Context, rep *Report, u UseCase) error {
 func (r *Runner) cell(ctx context.Context, rep *Report, k Key) error {
 	if lengths := [2]int{k.Context, k.Output}; !r.warmed[lengths] && rep.Plan.Warmup > 0 {
 		for range rep.Plan.Warmup {
-			res := r.Prober.Probe(ctx, r.scenario(k))
+			res := r.Prober.Probe(ctx, r.scenario(rep.Plan, k))
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
@@ -137,12 +150,12 @@ func (r *Runner) save(rep *Report) error {
 	return r.Save(rep)
 }
 
-func (r *Runner) scenario(k Key) probe.Scenario {
+func (r *Runner) scenario(p Plan, k Key) probe.Scenario {
 	sc := config.Scenario{InputTokens: k.Context, OutputTokens: k.Output}
 	// A loaded server takes longer: the limit grows with the requests ahead.
 	timeout := sc.ProbeTimeout() * time.Duration(1+k.Concurrency/4)
 	return probe.Scenario{Name: fmt.Sprintf("bench-%d", k.Context), InputTokens: k.Context, OutputTokens: k.Output,
-		Cold: r.Cold, Timeout: time.Duration(float64(timeout) / r.scale)}
+		Cold: !p.WarmCache, Timeout: time.Duration(float64(timeout) / r.scale)}
 }
 
 // reading is the server's and the GPUs' counters at one moment.
@@ -172,7 +185,7 @@ func (r *Runner) read(ctx context.Context) reading {
 // measure runs one cell: a closed loop keeping exactly k.Concurrency requests
 // in flight (each finished one replaced at once), or a burst of that many.
 func (r *Runner) measure(ctx context.Context, p Plan, k Key) (Cell, error) {
-	sc := r.scenario(k)
+	sc := r.scenario(p, k)
 	before := r.read(ctx)
 	total := int64(p.Requests(k))
 	wallLimit := time.Duration(p.CellDuration / r.scale * float64(time.Second))

@@ -10,28 +10,34 @@ import (
 // Palette colours the series; saturated so a test can tell data from axes.
 var Palette = []string{"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf"}
 
-// Series is one line of a chart.
+// Series is one line of a chart. Right puts it on the chart's second y axis.
 type Series struct {
 	Name   string
 	Points [][2]float64
+	Right  bool
 }
 
-// Rule is a horizontal threshold or a vertical limit marker.
+// Rule is a horizontal threshold or a vertical limit marker; a horizontal one
+// with Right is read on the second y axis.
 type Rule struct {
 	At    float64
 	Label string
+	Right bool
 }
 
 // Chart is a line chart drawn as inline SVG: nothing is fetched at view time.
+// YLabel2 names the second y axis, drawn when a series is Right.
 type Chart struct {
-	ID, Title, XLabel, YLabel string
-	Series                    []Series
-	HRules, VRules            []Rule
+	ID, Title, XLabel, YLabel, YLabel2 string
+	Series                             []Series
+	HRules, VRules                     []Rule
 }
 
 const (
-	chartW, chartH                 = 720, 340
-	padL, padR, padT, padB float64 = 64, 150, 16, 44
+	chartW, chartH         = 880, 340
+	padL, padT, padB       = 64.0, 16.0, 44.0
+	legendRow, legendChar  = 18.0, 6.6 // px per legend line and per character at font-size 11
+	legendSwatch, padRight = 38.0, 12.0
 )
 
 // ticks are round values covering 0..max.
@@ -55,64 +61,153 @@ func ticks(max float64) []float64 {
 	return out
 }
 
+// logTicks are the powers of two from lo to hi: concurrency ladders double.
+func logTicks(lo, hi float64) []float64 {
+	var out []float64
+	for v := math.Pow(2, math.Floor(math.Log2(lo))); v <= hi*1.0001; v *= 2 {
+		out = append(out, v)
+	}
+	return out
+}
+
 func num(v float64) string {
 	return strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.3f", v), "0"), ".")
 }
 
+// xScale maps the x values onto the plot: logarithmic when they span more
+// than 10x, so a ladder of 1..256 does not squeeze 1..32 into its left edge.
+type xScale struct {
+	ticks  []float64
+	log    bool
+	lo, hi float64
+}
+
+func newXScale(xs []float64) xScale {
+	lo, hi := math.Inf(1), 0.0
+	for _, v := range xs {
+		if v > 0 {
+			lo = math.Min(lo, v)
+		}
+		hi = math.Max(hi, v)
+	}
+	if hi > 0 && hi/lo > 10 {
+		t := logTicks(lo, hi)
+		return xScale{ticks: t, log: true, lo: t[0], hi: t[len(t)-1]}
+	}
+	t := ticks(hi)
+	return xScale{ticks: t, hi: t[len(t)-1]}
+}
+
+// at is v's position from 0 to 1 along the axis.
+func (s xScale) at(v float64) float64 {
+	if s.log {
+		return math.Log(math.Max(v, s.lo)/s.lo) / math.Log(s.hi/s.lo)
+	}
+	return v / s.hi
+}
+
+// legendWidth is the room the legend needs right of the plot, so that no
+// series name is clipped.
+func (c Chart) legendWidth() float64 {
+	longest := 0
+	for _, s := range c.Series {
+		longest = max(longest, len([]rune(s.Name)))
+	}
+	return legendSwatch + legendChar*float64(longest) + padRight
+}
+
 // SVG renders the chart.
 func (c Chart) SVG() template.HTML {
-	xMax, yMax := 0.0, 0.0
+	var xs []float64
+	yMax := [2]float64{}
+	right := 0
+	side := func(r bool) int {
+		if r {
+			return 1
+		}
+		return 0
+	}
 	for _, s := range c.Series {
+		right += side(s.Right)
 		for _, p := range s.Points {
-			xMax, yMax = math.Max(xMax, p[0]), math.Max(yMax, p[1])
+			xs = append(xs, p[0])
+			yMax[side(s.Right)] = math.Max(yMax[side(s.Right)], p[1])
 		}
 	}
 	for _, r := range c.HRules {
-		yMax = math.Max(yMax, r.At)
+		yMax[side(r.Right)] = math.Max(yMax[side(r.Right)], r.At)
 	}
 	for _, r := range c.VRules {
-		xMax = math.Max(xMax, r.At)
+		xs = append(xs, r.At)
 	}
-	xt, yt := ticks(xMax), ticks(yMax*1.05)
-	xMax, yMax = xt[len(xt)-1], yt[len(yt)-1]
-	pw, ph := chartW-padL-padR, chartH-padT-padB
-	x := func(v float64) float64 { return padL + v/xMax*pw }
-	y := func(v float64) float64 { return padT + ph - v/yMax*ph }
+	xsc := newXScale(xs)
+	yt := [2][]float64{ticks(yMax[0] * 1.05), ticks(yMax[1] * 1.05)}
+	padR := c.legendWidth()
+	if right > 0 {
+		padR += 48 // the second axis's ticks and label
+	}
+	height := math.Max(chartH, padT+padB+legendRow*float64(len(c.Series))+8)
+	pw, ph := chartW-padL-padR, height-padT-padB
+	x := func(v float64) float64 { return padL + xsc.at(v)*pw }
+	y := func(v float64, r bool) float64 {
+		t := yt[side(r)]
+		return padT + ph - v/t[len(t)-1]*ph
+	}
 	var b strings.Builder
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 %d %d" width="%d" height="%d" role="img" aria-label="%s">`,
-		chartW, chartH, chartW, chartH, template.HTMLEscapeString(c.Title))
-	for _, t := range yt {
-		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#e5e5e5"/>`, padL, padL+pw, y(t), y(t))
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="end" font-size="11" fill="#444">%s</text>`, padL-6, y(t)+4, num(t))
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 %d %.0f" width="%d" height="%.0f" role="img" aria-label="%s">`,
+		chartW, height, chartW, height, template.HTMLEscapeString(c.Title))
+	for _, t := range yt[0] {
+		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#e5e5e5"/>`, padL, padL+pw, y(t, false), y(t, false))
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="end" font-size="11" fill="#444">%s</text>`, padL-6, y(t, false)+4, num(t))
 	}
-	for _, t := range xt {
+	if right > 0 {
+		for _, t := range yt[1] {
+			fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="11" fill="#444">%s</text>`, padL+pw+6, y(t, true)+4, num(t))
+		}
+		fmt.Fprintf(&b, `<text transform="translate(%.1f %.1f) rotate(90)" text-anchor="middle" font-size="12" fill="#222">%s</text>`,
+			padL+pw+40, padT+ph/2, template.HTMLEscapeString(c.YLabel2))
+	}
+	for _, t := range xsc.ticks {
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle" font-size="11" fill="#444">%s</text>`, x(t), padT+ph+16, num(t))
 	}
+	xLabel := c.XLabel
+	if xsc.log {
+		xLabel += " (log scale)"
+	}
 	fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="none" stroke="#999"/>`, padL, padT, pw, ph)
-	fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle" font-size="12" fill="#222">%s</text>`, padL+pw/2, chartH-6, template.HTMLEscapeString(c.XLabel))
+	fmt.Fprintf(&b, `<text x="%.1f" y="%.0f" text-anchor="middle" font-size="12" fill="#222">%s</text>`, padL+pw/2, height-6, template.HTMLEscapeString(xLabel))
 	fmt.Fprintf(&b, `<text transform="translate(14 %.1f) rotate(-90)" text-anchor="middle" font-size="12" fill="#222">%s</text>`, padT+ph/2, template.HTMLEscapeString(c.YLabel))
 	for _, r := range c.HRules {
-		fmt.Fprintf(&b, `<line class="threshold" x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#555" stroke-dasharray="6 4"/>`, padL, padL+pw, y(r.At), y(r.At))
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="11" fill="#555">%s</text>`, padL+4, y(r.At)-4, template.HTMLEscapeString(r.Label))
+		fmt.Fprintf(&b, `<line class="threshold" x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#555" stroke-dasharray="6 4"/>`, padL, padL+pw, y(r.At, r.Right), y(r.At, r.Right))
+		anchor, lx := "start", padL+4
+		if r.Right {
+			anchor, lx = "end", padL+pw-4
+		}
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="%s" font-size="11" fill="#555">%s</text>`, lx, y(r.At, r.Right)-4, anchor, template.HTMLEscapeString(r.Label))
 	}
 	for _, r := range c.VRules {
 		fmt.Fprintf(&b, `<line class="limit" x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#555" stroke-dasharray="2 3"/>`, x(r.At), x(r.At), padT, padT+ph)
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="11" fill="#555">%s</text>`, x(r.At)+4, padT+12, template.HTMLEscapeString(r.Label))
 	}
+	legendX := chartW - c.legendWidth()
 	for i, s := range c.Series {
 		col := Palette[i%len(Palette)]
+		dash := ""
+		if s.Right {
+			dash = ` stroke-dasharray="8 3"`
+		}
 		var pts []string
 		for _, p := range s.Points {
-			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(p[0]), y(p[1])))
+			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(p[0]), y(p[1], s.Right)))
 		}
-		fmt.Fprintf(&b, `<polyline class="series" fill="none" stroke="%s" stroke-width="2.5" points="%s"/>`, col, strings.Join(pts, " "))
+		fmt.Fprintf(&b, `<polyline class="series" fill="none" stroke="%s" stroke-width="2.5"%s points="%s"/>`, col, dash, strings.Join(pts, " "))
 		for _, p := range s.Points {
 			fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3.5" fill="%s"><title>%s: %s at %s</title></circle>`,
-				x(p[0]), y(p[1]), col, template.HTMLEscapeString(s.Name), num(p[1]), num(p[0]))
+				x(p[0]), y(p[1], s.Right), col, template.HTMLEscapeString(s.Name), num(p[1]), num(p[0]))
 		}
-		ly := padT + 14 + float64(i)*18
-		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="%s" stroke-width="3"/>`, padL+pw+12, padL+pw+32, ly-4, ly-4, col)
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="11" fill="#222">%s</text>`, padL+pw+38, ly, template.HTMLEscapeString(s.Name))
+		ly := padT + 14 + float64(i)*legendRow
+		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="%s" stroke-width="3"%s/>`, legendX, legendX+20, ly-4, ly-4, col, dash)
+		fmt.Fprintf(&b, `<text class="legend" x="%.1f" y="%.1f" font-size="11" fill="#222">%s</text>`, legendX+26, ly, template.HTMLEscapeString(s.Name))
 	}
 	b.WriteString(`</svg>`)
 	return template.HTML(b.String())

@@ -129,6 +129,14 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	var b strings.Builder
 	f := r.Findings()
 	fmt.Fprintf(&b, "# Benchmark report\n\n%s.\n\n", r.Header())
+	if h := r.Hardware; h != nil {
+		fmt.Fprintf(&b, "Hardware: %s.\n\n", h)
+	}
+	fmt.Fprintf(&b, "## Highlights\n\n| | value | detail |\n|---|---|---|\n")
+	for _, h := range r.Highlights() {
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", h.Label, h.Value, h.Detail)
+	}
+	b.WriteString("\n")
 	fmt.Fprintf(&b, "## Key findings\n\n| finding | value |\n|---|---|\n")
 	fmt.Fprintf(&b, "| Peak system throughput | %.1f tok/s @ %d concurrent requests, %d context |\n", f.PeakThroughput, f.PeakAt.Concurrency, f.PeakAt.Context)
 	fmt.Fprintf(&b, "| TTFT single request | %s (%d context) -> %s (%d context) |\n", Units(f.TTFTShort, "s"), f.ShortCtx, Units(f.TTFTLong, "s"), f.LongCtx)
@@ -140,6 +148,22 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 		l, _ := r.limitFor(u.Name)
 		ttft, speed := u.Threshold()
 		fmt.Fprintf(&b, "| %s | %d/%d | %s | %s | %s | %s |\n", u.Name, u.Context, u.Output, ttft, speed, l, l.Breach)
+	}
+	for _, u := range r.Plan.UseCases {
+		v := r.useCaseView(u)
+		fmt.Fprintf(&b, "\n## Capacity: %s (%s context, %d output tokens)\n\nThresholds: %s.\n\n", u.Name, ctxName(u.Context), u.Output, v.Thresholds)
+		if len(v.Levels) > 0 {
+			b.WriteString("| metric |")
+			for _, n := range v.Levels {
+				fmt.Fprintf(&b, " @ %d |", n)
+			}
+			b.WriteString("\n|---|" + strings.Repeat("---|", len(v.Levels)) + "\n")
+			for _, row := range v.Rows {
+				fmt.Fprintf(&b, "| %s | %s |\n", row.Name, strings.Join(row.Values, " | "))
+			}
+			b.WriteString("\n")
+		}
+		b.WriteString(strings.Join(v.Narrative, " ") + "\n")
 	}
 	levels := r.levels("closed")
 	for _, col := range Columns {

@@ -20,13 +20,15 @@ import (
 
 // Reading is one GPU now. NaN marks what the source does not report.
 type Reading struct {
-	Index   string
-	UUID    string
-	Name    string
-	Watts   float64
-	Joules  float64 // total energy since the driver loaded
-	LimitW  float64 // enforced power limit
-	Machine string
+	Index  string
+	UUID   string
+	Name   string
+	Watts  float64
+	Joules float64 // total energy since the driver loaded
+	LimitW float64 // enforced power limit
+	// MemoryBytes is the GPU's total memory, for a report's hardware card.
+	MemoryBytes float64
+	Machine     string
 }
 
 // Source reads every GPU it sees.
@@ -72,7 +74,7 @@ func (n *NVML) Read(context.Context) ([]Reading, error) {
 		if ret != nvml.SUCCESS {
 			return nil, fmt.Errorf("nvml device %d: %s", i, n.lib.ErrorString(ret))
 		}
-		r := Reading{Index: strconv.Itoa(i), Watts: math.NaN(), Joules: math.NaN(), LimitW: math.NaN()}
+		r := Reading{Index: strconv.Itoa(i), Watts: math.NaN(), Joules: math.NaN(), LimitW: math.NaN(), MemoryBytes: math.NaN()}
 		if v, ret := dev.GetUUID(); ret == nvml.SUCCESS {
 			r.UUID = v
 		}
@@ -87,6 +89,9 @@ func (n *NVML) Read(context.Context) ([]Reading, error) {
 		}
 		if mw, ret := dev.GetEnforcedPowerLimit(); ret == nvml.SUCCESS {
 			r.LimitW = float64(mw) / 1000
+		}
+		if m, ret := dev.GetMemoryInfo(); ret == nvml.SUCCESS {
+			r.MemoryBytes = float64(m.Total)
 		}
 		out = append(out, r)
 	}
@@ -120,10 +125,12 @@ func (d DCGM) Read(ctx context.Context) ([]Reading, error) {
 }
 
 // dcgmFields are the DCGM exporter's fields headroom reads.
-var dcgmFields = map[string]bool{"DCGM_FI_DEV_POWER_USAGE": true, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": true, "DCGM_FI_DEV_POWER_MGMT_LIMIT": true}
+var dcgmFields = map[string]bool{"DCGM_FI_DEV_POWER_USAGE": true, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": true, "DCGM_FI_DEV_POWER_MGMT_LIMIT": true,
+	"DCGM_FI_DEV_FB_FREE": true, "DCGM_FI_DEV_FB_USED": true, "DCGM_FI_DEV_FB_RESERVED": true}
 
 // ParseDCGM reads DCGM_FI_DEV_POWER_USAGE (W), DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION
-// (mJ) and DCGM_FI_DEV_POWER_MGMT_LIMIT (W), keyed by the gpu and UUID labels,
+// (mJ), DCGM_FI_DEV_POWER_MGMT_LIMIT (W) and the frame buffer's free, used
+// and reserved MiB (their sum is the GPU's memory), keyed by the gpu and UUID labels,
 // from a page of at most 32 MiB.
 func ParseDCGM(r io.Reader) ([]Reading, error) {
 	mfs, err := exposition.Families(r, 32<<20, func(name string) bool { return dcgmFields[name] })
@@ -146,7 +153,7 @@ func ParseDCGM(r io.Reader) ([]Reading, error) {
 			key := lab["gpu"] + "/" + lab["UUID"]
 			rd, ok := byGPU[key]
 			if !ok {
-				rd = &Reading{Index: lab["gpu"], UUID: lab["UUID"], Name: lab["modelName"], Watts: math.NaN(), Joules: math.NaN(), LimitW: math.NaN(),
+				rd = &Reading{Index: lab["gpu"], UUID: lab["UUID"], Name: lab["modelName"], Watts: math.NaN(), Joules: math.NaN(), LimitW: math.NaN(), MemoryBytes: math.NaN(),
 					Machine: lab["Hostname"] + lab["hostname"]}
 				byGPU[key] = rd
 				order = append(order, key)
@@ -162,6 +169,14 @@ func ParseDCGM(r io.Reader) ([]Reading, error) {
 	fill("DCGM_FI_DEV_POWER_USAGE", func(r *Reading, v float64) { r.Watts = v })
 	fill("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", func(r *Reading, v float64) { r.Joules = v / 1000 })
 	fill("DCGM_FI_DEV_POWER_MGMT_LIMIT", func(r *Reading, v float64) { r.LimitW = v })
+	for _, fb := range []string{"DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_RESERVED"} {
+		fill(fb, func(r *Reading, v float64) {
+			if math.IsNaN(r.MemoryBytes) {
+				r.MemoryBytes = 0
+			}
+			r.MemoryBytes += v * (1 << 20)
+		})
+	}
 	if bad != nil {
 		return nil, bad
 	}

@@ -20,6 +20,7 @@ func device(uuid string, mw uint32, mj uint64, limit uint32, powerRet nvml.Retur
 		GetPowerUsageFunc:             func() (uint32, nvml.Return) { return mw, powerRet },
 		GetTotalEnergyConsumptionFunc: func() (uint64, nvml.Return) { return mj, nvml.SUCCESS },
 		GetEnforcedPowerLimitFunc:     func() (uint32, nvml.Return) { return limit, nvml.SUCCESS },
+		GetMemoryInfoFunc:             func() (nvml.Memory, nvml.Return) { return nvml.Memory{Total: 141 << 30}, nvml.SUCCESS },
 	}
 }
 
@@ -51,7 +52,7 @@ func TestNVML(t *testing.T) {
 	if len(rs) != 2 {
 		t.Fatalf("%d readings", len(rs))
 	}
-	if r := rs[0]; r.Index != "0" || r.UUID != "GPU-aaaa" || r.Watts != 612.5 || r.Joules != 9000 || r.LimitW != 700 {
+	if r := rs[0]; r.Index != "0" || r.UUID != "GPU-aaaa" || r.Watts != 612.5 || r.Joules != 9000 || r.LimitW != 700 || r.MemoryBytes != 141<<30 {
 		t.Errorf("GPU 0 = %+v (NVML gives mW and mJ)", r)
 	}
 	if r := rs[1]; !math.IsNaN(r.Watts) || r.Joules != 1 {
@@ -83,6 +84,11 @@ func TestParseDCGM(t *testing.T) {
 	}
 	if len(rs) != 2 || rs[0].UUID != "GPU-1111" || rs[0].Watts != 301.5 || rs[0].Joules != 123456.789 || rs[0].LimitW != 700 || rs[1].Index != "1" {
 		t.Fatalf("readings %+v", rs)
+	}
+	// Free, used and reserved frame buffer add up to the GPU's memory; a GPU
+	// without them has none known rather than 0.
+	if rs[0].MemoryBytes != 144500<<20 || !math.IsNaN(rs[1].MemoryBytes) {
+		t.Errorf("memory %g and %g bytes, want %d and NaN", rs[0].MemoryBytes, rs[1].MemoryBytes, 144500<<20)
 	}
 }
 

@@ -60,15 +60,32 @@ func (s *Server) registerMetrics() {
 
 	// Power in the shape of NVIDIA's DCGM exporter, so power.source: dcgm can
 	// point at the simulator.
+	// The GPU's name and memory are the reference report's, so that a bench
+	// report's hardware card reads like the report the profile came from.
 	gpus := max(1, s.profile.Params.GPUs)
+	model, memMiB := "simulated", 0.0
+	if r, ok := ReportOf(s.profile); ok {
+		model, memMiB = r.GPUModel()+" (simulated)", r.GPUMemoryGiB*1024
+	}
 	for g := range gpus {
-		labels := prometheus.Labels{"gpu": strconv.Itoa(g), "UUID": fmt.Sprintf("GPU-5a1e0000-0000-4000-8000-%012d", g), "Hostname": "headroom-sim", "modelName": "simulated"}
+		labels := prometheus.Labels{"gpu": strconv.Itoa(g), "UUID": fmt.Sprintf("GPU-5a1e0000-0000-4000-8000-%012d", g), "Hostname": "headroom-sim", "modelName": model}
 		s.reg.MustRegister(
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "DCGM_FI_DEV_POWER_USAGE", Help: "Power draw (in W).", ConstLabels: labels},
 				s.locked(func(e *Engine) float64 { return e.Power() / float64(gpus) })),
 			prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", Help: "Total energy consumption since boot (in mJ).", ConstLabels: labels},
 				s.locked(func(e *Engine) float64 { return e.Energy / float64(gpus) * 1000 })),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "DCGM_FI_DEV_POWER_MGMT_LIMIT", Help: "Power management limit (in W).", ConstLabels: labels},
+				func() float64 { return s.profile.Params.MaxWatts }),
 		)
+		if memMiB > 0 {
+			// An engine takes most of the memory at start (vLLM's default
+			// gpu_memory_utilization is 0.9) and holds it.
+			s.reg.MustRegister(
+				prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "DCGM_FI_DEV_FB_USED", Help: "Framebuffer memory used (in MiB).", ConstLabels: labels},
+					func() float64 { return 0.9 * memMiB }),
+				prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "DCGM_FI_DEV_FB_FREE", Help: "Framebuffer memory free (in MiB).", ConstLabels: labels},
+					func() float64 { return 0.1 * memMiB }))
+		}
 	}
 	s.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "headroom_sim_info",
 		Help:        "The simulator's profile and time scale: virtual seconds per wall second. All its times are virtual.",

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path"
 	"sort"
+	"strings"
 )
 
 //go:embed testdata/reports/*.json
@@ -55,6 +56,7 @@ type Report struct {
 	GPU            string          `json:"gpu"`
 	Engine         string          `json:"engine"`
 	GPUs           int             `json:"gpus"`
+	GPUMemoryGiB   float64         `json:"gpu_memory_gib"`
 	TDPWatts       float64         `json:"tdp_watts"`
 	MaxConcurrency int             `json:"max_concurrency"`
 	Figures        []Figure        `json:"figures"`
@@ -64,6 +66,28 @@ type Report struct {
 	// the sum of its streams' decode speeds (003, 004) rather than output
 	// tokens per second of wall time (000-002).
 	StreamThroughput bool `json:"stream_throughput,omitempty"`
+}
+
+// GPUModel is the GPU's name without the report's count ("1x H200 SXM" -> "H200 SXM").
+func (r Report) GPUModel() string {
+	if n, rest, ok := strings.Cut(r.GPU, "x "); ok && strings.Trim(n, "0123456789") == "" {
+		return rest
+	}
+	return r.GPU
+}
+
+// ReportOf returns the reference report a profile was calibrated from.
+func ReportOf(p Profile) (Report, bool) {
+	reports, err := Reports()
+	if err != nil {
+		return Report{}, false
+	}
+	for _, r := range reports {
+		if r.File == p.Report {
+			return r, true
+		}
+	}
+	return Report{}, false
 }
 
 // Reports returns the embedded reference reports' data, ordered by file.

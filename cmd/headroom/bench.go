@@ -37,6 +37,7 @@ type benchCmd struct {
 	dryRun, warm                  bool
 	out                           string
 	assumedPrefill, assumedDecode float64
+	energyPrice                   float64
 }
 
 func newBenchCmd(app *kingpin.Application, logCfg *promslog.Config) *benchCmd {
@@ -66,6 +67,7 @@ func newBenchCmd(app *kingpin.Application, logCfg *promslog.Config) *benchCmd {
 	c.cmd.Flag("out", "Directory for report.json/.csv/.md/.html; an existing report.json there is resumed.").Default("bench-report").StringVar(&c.out)
 	c.cmd.Flag("assume.prefill-tps", "Dry run and ETA: assumed prompt tokens per second of the server.").Default("10000").Float64Var(&c.assumedPrefill)
 	c.cmd.Flag("assume.decode-tps", "Dry run and ETA: assumed output tokens per second of one stream.").Default("60").Float64Var(&c.assumedDecode)
+	c.cmd.Flag("energy-price", "Electricity price per kWh for the report's cost per hour; 0: no cost.").Default("0.10").Float64Var(&c.energyPrice)
 	return c
 }
 
@@ -104,7 +106,7 @@ func (c *benchCmd) plan() (bench.Plan, *config.Config, error) {
 	if err != nil {
 		return bench.Plan{}, nil, err
 	}
-	p := bench.Plan{Output: c.output, RequestsPerCell: c.requests, CellDuration: c.cellDuration.Seconds(), Warmup: c.warmup,
+	p := bench.Plan{Output: c.output, RequestsPerCell: c.requests, CellDuration: c.cellDuration.Seconds(), Warmup: c.warmup, WarmCache: c.warm,
 		BurstTTFTMax: c.burstTTFT.Seconds(), Search: c.search, SearchMax: c.searchMax, UseCases: bench.UseCases(cfg)}
 	var errs []error
 	if p.Contexts, err = parseInts("contexts", c.contexts); err != nil {
@@ -117,6 +119,9 @@ func (c *benchCmd) plan() (bench.Plan, *config.Config, error) {
 	}
 	if p.Burst, err = parseInts("burst", c.burst); err != nil {
 		errs = append(errs, err)
+	}
+	if c.energyPrice < 0 {
+		errs = append(errs, fmt.Errorf("--energy-price: %g is negative", c.energyPrice))
 	}
 	errs = append(errs, p.Validate())
 	return p, cfg, errors.Join(errs...)
@@ -175,7 +180,6 @@ func (c *benchCmd) run() int {
 	}
 	r := &bench.Runner{
 		Prober:   probe.NewProber(probe.Endpoint{BaseURL: c.target.URL, APIKey: key, Client: client}, c.target.API, c.target.Model, engineName),
-		Cold:     !c.warm,
 		Logger:   logger,
 		Progress: &bench.Progress{W: os.Stderr, TTY: isTerminal(os.Stderr), Assumed: assumed},
 		Save:     func(rep *bench.Report) error { return rep.Save(path) },
@@ -228,12 +232,12 @@ func (c *benchCmd) report(prev *bench.Report, plan bench.Plan) (*bench.Report, e
 	t := bench.Target{URL: c.target.URL, API: c.target.API, Model: c.target.Model, Engine: c.target.Engine}
 	if prev == nil {
 		now := time.Now().UTC()
-		return &bench.Report{Schema: bench.Schema, Tool: toolVersion(), Started: now, Updated: now, Target: t, TimeScale: 1, Plan: plan}, nil
+		return &bench.Report{Schema: bench.Schema, Tool: toolVersion(), Started: now, Updated: now, Target: t, TimeScale: 1, Plan: plan, EnergyPrice: c.energyPrice}, nil
 	}
 	if prev.Target.URL != t.URL || prev.Target.API != t.API || (t.Model != "" && prev.Target.Model != t.Model) {
 		return nil, fmt.Errorf("%s/report.json measured %s (%s); give another --out for %s", c.out, prev.Target.URL, prev.Target.Model, t.URL)
 	}
-	prev.Plan, prev.Complete, prev.Tool = plan, false, toolVersion()
+	prev.Plan, prev.Complete, prev.Tool, prev.EnergyPrice = plan, false, toolVersion(), c.energyPrice
 	return prev, nil
 }
 

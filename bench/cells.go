@@ -1,0 +1,93 @@
+package bench
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+)
+
+// MinSamples is the fewest requests a cell's percentile is read from before
+// the report marks it as indicative: a p99 of 2 samples is their maximum.
+const MinSamples = 20
+
+// cellTable is one mode's cells with their statistics, for the HTML report.
+type cellTable struct {
+	Title string
+	Head  []string
+	Rows  [][]tableValue
+}
+
+type tableValue struct {
+	Text       string
+	Indicative bool // a percentile from fewer than MinSamples requests
+}
+
+// cellTables list every cell, closed loop then bursts, with each metric's
+// mean and percentiles.
+func (r *Report) cellTables() []cellTable {
+	type stat struct {
+		metric, head, unit string
+		stats              []string
+	}
+	cols := []stat{
+		{"ttft_s", "TTFT", "s", []string{"mean", "p50", "p90", "p99"}},
+		{"itl_s", "ITL", "ms", []string{"mean", "p50", "p99"}},
+		{"decode_tps", "speed", "tok/s", []string{"mean", "p50"}},
+		{"e2e_s", "E2E", "s", []string{"mean", "p50", "p99"}},
+		{"prefill_tps", "prefill", "tok/s", []string{"mean"}},
+	}
+	head := []string{"context", "output", "n", "requests", "success", "throughput (tok/s)"}
+	for _, c := range cols {
+		for _, s := range c.stats {
+			head = append(head, fmt.Sprintf("%s %s (%s)", c.head, s, c.unit))
+		}
+	}
+	head = append(head, "queue wait (s)", "power (W)")
+	var out []cellTable
+	for _, mode := range []struct{ mode, title string }{{"closed", "Closed loop"}, {"burst", "Bursts"}} {
+		var cells []*Cell
+		for i := range r.Cells {
+			if r.Cells[i].Mode == mode.mode {
+				cells = append(cells, &r.Cells[i])
+			}
+		}
+		if len(cells) == 0 {
+			continue
+		}
+		slices.SortFunc(cells, func(a, b *Cell) int {
+			if a.Context != b.Context {
+				return a.Context - b.Context
+			}
+			if a.Output != b.Output {
+				return a.Output - b.Output
+			}
+			return a.Concurrency - b.Concurrency
+		})
+		t := cellTable{Title: mode.title, Head: head}
+		for _, c := range cells {
+			row := []tableValue{{Text: strconv.Itoa(c.Context)}, {Text: strconv.Itoa(c.Output)}, {Text: strconv.Itoa(c.Concurrency)},
+				{Text: strconv.Itoa(len(c.Requests))}, {Text: fmt.Sprintf("%.1f%%", 100*c.SuccessRate)}, {Text: fmt.Sprintf("%.1f", c.Throughput)}}
+			few := len(c.Requests) < MinSamples
+			for _, col := range cols {
+				for _, s := range col.stats {
+					v := c.Stats[col.metric].Get(s)
+					if col.unit == "ms" {
+						v *= 1000
+					}
+					row = append(row, tableValue{Text: strconv.FormatFloat(v, 'f', 3, 64), Indicative: few && s != "mean"})
+				}
+			}
+			row = append(row, optValue(c.Queue), optValue(c.Watts))
+			t.Rows = append(t.Rows, row)
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+func optValue(v *float64) tableValue {
+	if v == nil {
+		return tableValue{Text: "-"}
+	}
+	return tableValue{Text: strconv.FormatFloat(*v, 'f', 3, 64)}
+}

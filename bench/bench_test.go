@@ -26,6 +26,20 @@ import (
 // counts the completion requests it answered.
 func startSim(t testing.TB, profile string, scale float64, counted *atomic.Int64) *httptest.Server {
 	t.Helper()
+	h := simHandler(t, profile, scale)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if counted != nil && strings.HasSuffix(r.URL.Path, "/completions") {
+			counted.Add(1)
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+// simHandler runs a simulator profile until the test ends and returns its handler.
+func simHandler(t testing.TB, profile string, scale float64) http.Handler {
+	t.Helper()
 	p, err := sim.LookupProfile(profile)
 	if err != nil {
 		t.Fatal(err)
@@ -34,15 +48,8 @@ func startSim(t testing.TB, profile string, scale float64, counted *atomic.Int64
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { srv.Run(ctx); close(done) }()
-	h := srv.Handler()
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if counted != nil && strings.HasSuffix(r.URL.Path, "/completions") {
-			counted.Add(1)
-		}
-		h.ServeHTTP(w, r)
-	}))
-	t.Cleanup(func() { ts.Close(); cancel(); <-done })
-	return ts
+	t.Cleanup(func() { cancel(); <-done })
+	return srv.Handler()
 }
 
 func newRunner(url string) *Runner {
@@ -159,15 +166,17 @@ func TestPlanCells(t *testing.T) {
 func TestDryRunSendsNothing(t *testing.T) {
 	p := Plan{Contexts: []int{1024}, Concurrency: []int{1, 2}, Output: 100, Warmup: 1}
 	var b bytes.Buffer
-	DryRun(&b, p, Assumed{PrefillTPS: 1024, DecodeTPS: 100}, func(k Key) bool { return k.Concurrency == 2 })
+	DryRun(&b, p, Assumed{PrefillTPS: 1024, DecodeTPS: 100}, 4, func(k Key) bool { return k.Concurrency == 2 })
 	// n=1: 2 requests of 1 s prefill + 1 s decode = 4 s; n=2 is done already.
-	for _, want := range []string{"4s", "done (resumed)", "2 cells, 2 requests (+1 warm-up), 3072 prompt tokens, 300 output tokens", "expected duration: 4s"} {
+	// A simulator at 4x takes a quarter of that.
+	for _, want := range []string{"4s", "done (resumed)", "2 cells, 2 requests (+1 warm-up), 3072 prompt tokens, 300 output tokens", "expected duration: 4s",
+		"simulator at 4x real time: that is 1s of wall time"} {
 		if !strings.Contains(b.String(), want) {
 			t.Errorf("dry run lacks %q:\n%s", want, b.String())
 		}
 	}
 	b.Reset()
-	DryRun(&b, p, DefaultAssumed, func(Key) bool { return true })
+	DryRun(&b, p, DefaultAssumed, 1, func(Key) bool { return true })
 	if !strings.Contains(b.String(), "0 requests (+0 warm-up), 0 prompt tokens") {
 		t.Errorf("a finished sweep still plans requests:\n%s", b.String())
 	}
@@ -295,7 +304,7 @@ func TestReproducesReport000(t *testing.T) {
 		short bool
 	}{{2, true}, {10, false}} {
 		p := Plan{Concurrency: DefaultConcurrency, Warmup: 1, Search: true, SearchMax: 128}
-		for _, u := range UseCases(cfg) {
+		for _, u := range UseCases(cfg, 1024) {
 			if (u.Context <= 1024) == sw.short {
 				p.UseCases = append(p.UseCases, u)
 				p.Contexts = append(p.Contexts, u.Context)

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -36,7 +37,7 @@ func (r *Report) cellTables() []cellTable {
 		{"e2e_s", "E2E", "s", []string{"mean", "p50", "p99"}},
 		{"prefill_tps", "prefill", "tok/s", []string{"mean"}},
 	}
-	head := []string{"context", "output", "n", "requests", "success", "throughput (tok/s)"}
+	head := []string{"context", "output", "load", "requests", "success", "throughput (tok/s)"}
 	for _, c := range cols {
 		for _, s := range c.stats {
 			head = append(head, fmt.Sprintf("%s %s (%s)", c.head, s, c.unit))
@@ -44,7 +45,7 @@ func (r *Report) cellTables() []cellTable {
 	}
 	head = append(head, "queue wait (s)", "power (W)")
 	var out []cellTable
-	for _, mode := range []struct{ mode, title string }{{"closed", "Closed loop"}, {"burst", "Bursts"}} {
+	for _, mode := range []struct{ mode, title string }{{"closed", "Closed loop"}, {"burst", "Bursts"}, {"rate", "Open loop"}} {
 		var cells []*Cell
 		for i := range r.Cells {
 			if r.Cells[i].Mode == mode.mode {
@@ -61,11 +62,11 @@ func (r *Report) cellTables() []cellTable {
 			if a.Output != b.Output {
 				return a.Output - b.Output
 			}
-			return a.Concurrency - b.Concurrency
+			return cmp.Compare(a.X(), b.X())
 		})
 		t := cellTable{Title: mode.title, Head: head}
 		for _, c := range cells {
-			row := []tableValue{{Text: strconv.Itoa(c.Context)}, {Text: strconv.Itoa(c.Output)}, {Text: strconv.Itoa(c.Concurrency)},
+			row := []tableValue{{Text: strconv.Itoa(c.Context)}, {Text: strconv.Itoa(c.Output)}, {Text: c.load()},
 				{Text: strconv.Itoa(len(c.Requests))}, {Text: fmt.Sprintf("%.1f%%", 100*c.SuccessRate)}, {Text: fmt.Sprintf("%.1f", c.Throughput)}}
 			few := len(c.Requests) < MinSamples
 			for _, col := range cols {
@@ -83,6 +84,14 @@ func (r *Report) cellTables() []cellTable {
 		out = append(out, t)
 	}
 	return out
+}
+
+// load is the cell's load as the tables print it: n=4, or 2.5/s.
+func (k Key) load() string {
+	if k.Mode == "rate" {
+		return fmt.Sprintf("%g/s", k.Rate)
+	}
+	return fmt.Sprintf("n=%d", k.Concurrency)
 }
 
 func optValue(v *float64) tableValue {

@@ -34,15 +34,19 @@ type guidanceRow struct {
 func (r *Report) chartOf(col Column, mode string) Chart {
 	ch := Chart{ID: mode + "-" + col.Name, Title: fmt.Sprintf("%s (%s) by concurrency, one line per context length", col.Title, col.Unit),
 		XLabel: "concurrent requests", YLabel: col.Title + " (" + col.Unit + ")"}
-	if mode == "burst" {
+	switch mode {
+	case "burst":
 		ch.Title = fmt.Sprintf("%s (%s) by burst size (queue depth), one line per context length", col.Title, col.Unit)
 		ch.XLabel = "requests sent at once"
+	case "rate":
+		ch.Title = fmt.Sprintf("%s (%s) by request rate (open loop), one line per context length", col.Title, col.Unit)
+		ch.XLabel = "requests per second"
 	}
 	for _, ctx := range r.contexts() {
 		s := Series{Name: ctxName(ctx) + " context"}
 		for _, c := range r.ladder(mode, ctx, r.Plan.Output) {
 			if v, ok := col.Value(c); ok {
-				s.Points = append(s.Points, [2]float64{float64(c.Concurrency), v})
+				s.Points = append(s.Points, [2]float64{c.X(), v})
 			}
 		}
 		if len(s.Points) > 0 {
@@ -98,6 +102,14 @@ func (r *Report) Sections() []Section {
 	if len(r.SafeQueue) > 0 {
 		out = append(out, Section{ID: "safe-queue", Title: "Max safe queue depth", Kind: "safe-queue"})
 	}
+	if len(r.rateRows()) > 0 {
+		rate := Section{ID: "rate", Title: "Open-loop arrivals (request rate)", Kind: "rate",
+			Text: fmt.Sprintf("Requests sent at a rate (%s arrivals) whatever the server's state, as users arrive in production: the requests in flight are the server's answer.", r.Plan.Arrival)}
+		for _, name := range []string{"ttft", "decode", "throughput"} {
+			rate.Charts = append(rate.Charts, r.chartOf(column(name), "rate"))
+		}
+		out = append(out, rate)
+	}
 	return append(out,
 		Section{ID: "cells", Title: "Per-cell data", Kind: "cells"},
 		Section{ID: "glossary", Title: "Glossary", Kind: "glossary"},
@@ -113,5 +125,5 @@ func (r *Report) WriteHTML(w io.Writer) error {
 		rows = append(rows, guidanceRow{UseCase: u, TTFT: ttft, Speed: speed, Limit: l.String(), Breach: l.Breach})
 	}
 	return reportHTML.Execute(w, map[string]any{"Report": r, "Findings": r.Findings(), "Highlights": r.Highlights(), "Guidance": rows,
-		"Sections": r.Sections(), "Cells": r.cellTables(), "Glossary": Glossary, "Method": r.Methodology(), "MinSamples": MinSamples})
+		"Sections": r.Sections(), "Cells": r.cellTables(), "Rates": r.rateRows(), "Glossary": Glossary, "Method": r.Methodology(), "MinSamples": MinSamples})
 }

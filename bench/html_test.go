@@ -168,7 +168,7 @@ func TestReportHasReference000Sections(t *testing.T) {
 	r := newRunner(ts.URL)
 	r.Power = power.DCGM{URL: ts.URL + "/metrics", Client: http.DefaultClient}
 	rep := newReport(Plan{Contexts: []int{1024, 8192, 32768}, Concurrency: []int{1, 2, 4, 8}, Output: 256, Warmup: 1,
-		Burst: []int{1, 4, 16, 64}, BurstTTFTMax: 3, UseCases: UseCases(cfg)})
+		Burst: []int{1, 4, 16, 64}, BurstTTFTMax: 3, UseCases: UseCases(cfg, 256)})
 	rep.Target = Target{URL: ts.URL, API: "chat", Engine: "auto"}
 	rep.Power, rep.EnergyPrice = "dcgm", 0.10
 	if err := r.Run(t.Context(), rep); err != nil {

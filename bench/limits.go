@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 
@@ -49,6 +50,14 @@ type Depth struct {
 	Capped  bool    `json:"capped,omitempty"`
 }
 
+// Text is the depth as the tables print it: "N+" when no burst crossed.
+func (d Depth) Text() string {
+	if d.Capped {
+		return fmt.Sprintf("%.0f+", d.Depth)
+	}
+	return fmt.Sprintf("%.1f", d.Depth)
+}
+
 // level is one tested concurrency and its margin.
 type level struct {
 	n      int
@@ -65,7 +74,7 @@ func (r *Report) ladder(mode string, context, output int) []*Cell {
 			out = append(out, c)
 		}
 	}
-	slices.SortFunc(out, func(a, b *Cell) int { return a.Concurrency - b.Concurrency })
+	slices.SortFunc(out, func(a, b *Cell) int { return cmp.Compare(a.X(), b.X()) })
 	return out
 }
 
@@ -179,8 +188,23 @@ func (r *Report) Derive() {
 	for i := range r.Cells {
 		c := &r.Cells[i]
 		c.Efficiency = 0
+		if c.Mode == "rate" {
+			continue
+		}
 		if one, ok := r.Cell(Key{Mode: c.Mode, Context: c.Context, Output: c.Output, Concurrency: 1}); ok && one.Throughput > 0 {
 			c.Efficiency = c.Throughput / (one.Throughput * float64(c.Concurrency))
+		}
+	}
+	for i := range r.Cells {
+		c := &r.Cells[i]
+		c.Goodput = nil
+		for _, u := range r.Plan.UseCases {
+			if u.Context == c.Context && u.Output == c.Output {
+				if c.Goodput == nil {
+					c.Goodput = map[string]float64{}
+				}
+				c.Goodput[u.Name] = u.Goodput(c)
+			}
 		}
 	}
 	r.Limits = r.Limits[:0]

@@ -58,6 +58,14 @@ func (r *Report) Methodology() []Param {
 	if len(p.Burst) > 0 {
 		out = append(out, Param{"Bursts", fmt.Sprintf("%s requests at once at each context; safe depth at mean TTFT <= %gs", ints(p.Burst, itoa), p.BurstTTFTMax)})
 	}
+	if len(p.Rates) > 0 {
+		rates := make([]string, len(p.Rates))
+		for i, v := range p.Rates {
+			rates[i] = fmt.Sprintf("%g/s", v)
+		}
+		out = append(out, Param{"Open loop", fmt.Sprintf("%s at each context, %s arrivals (seed %d), each request sent on schedule whatever the server's state; %d s of sends (at least %d requests) per rate unless given",
+			strings.Join(rates, ", "), p.Arrival, p.Seed, DefaultRateSeconds, MinSamples)})
+	}
 	if p.Search {
 		out = append(out, Param{"Search", fmt.Sprintf("each use case's limit narrowed with extra cells (doubling, then bisection) up to %d", p.SearchMax)})
 	}

@@ -39,6 +39,12 @@ type Plan struct {
 	// depth is the largest burst whose mean TTFT stays within BurstTTFTMax.
 	Burst        []int   `json:"burst,omitempty"`
 	BurstTTFTMax float64 `json:"burst_ttft_max_s,omitempty"`
+	// Rates are open-loop cells at every context: requests sent at this many
+	// per second whatever the server's state, spaced by Arrival (Constant or
+	// Poisson, seeded by Seed).
+	Rates   []float64 `json:"rates,omitempty"`
+	Arrival string    `json:"arrival,omitempty"`
+	Seed    uint64    `json:"seed,omitempty"`
 	// Search narrows each use case's limit with extra cells, up to SearchMax.
 	Search    bool      `json:"search"`
 	SearchMax int       `json:"search_max,omitempty"`
@@ -57,13 +63,22 @@ type UseCase struct {
 	DecodeMin float64 `json:"decode_min_tps,omitempty"`
 }
 
-// UseCases takes the config's use cases at their scenarios' lengths.
-func UseCases(c *config.Config) []UseCase {
+// UseCases takes the config's use cases at their scenarios' context lengths.
+// A use case with an E2E threshold keeps its scenario's output length: that
+// is the response its users wait for. The others run at output tokens, the
+// grid's: the daemon probes them with short outputs to spare the server, but
+// a closed loop of short requests is mostly prefill, not the load of the
+// reference reports, whose requests all stream 1024 tokens.
+func UseCases(c *config.Config, output int) []UseCase {
 	var out []UseCase
 	for _, u := range c.UseCases {
 		for _, s := range c.Scenarios {
 			if s.Name == u.Scenario {
-				out = append(out, UseCase{Name: u.Name, Context: s.InputTokens, Output: s.OutputTokens, Statistic: u.Statistic,
+				n := output
+				if u.E2EMax > 0 {
+					n = s.OutputTokens
+				}
+				out = append(out, UseCase{Name: u.Name, Context: s.InputTokens, Output: n, Statistic: u.Statistic,
 					TTFTMax: u.TTFTMax.Seconds(), E2EMax: u.E2EMax.Seconds(), ITLMax: u.ITLMax.Seconds(), DecodeMin: u.DecodeMinTPS})
 			}
 		}
@@ -126,6 +141,14 @@ func (p Plan) Validate() error {
 	if p.RequestsPerCell < 0 || p.CellDuration < 0 || p.Warmup < 0 {
 		errs = append(errs, errors.New("requests per cell, cell duration and warm-up must not be negative"))
 	}
+	for _, rate := range p.Rates {
+		if !(rate > 0) || math.IsInf(rate, 0) {
+			errs = append(errs, fmt.Errorf("rate: %g is not a positive number of requests per second", rate))
+		}
+	}
+	if len(p.Rates) > 0 && p.Arrival != Constant && p.Arrival != Poisson {
+		errs = append(errs, fmt.Errorf("arrival: %q; want %s or %s", p.Arrival, Constant, Poisson))
+	}
 	if p.Search && p.SearchMax < 2 {
 		errs = append(errs, fmt.Errorf("search: the highest concurrency must be at least 2, got %d", p.SearchMax))
 	}
@@ -157,6 +180,11 @@ func (p Plan) Cells() []Key {
 			add(Key{Mode: "burst", Context: ctx, Output: p.Output, Concurrency: n})
 		}
 	}
+	for _, ctx := range p.Contexts {
+		for _, rate := range p.Rates {
+			add(Key{Mode: "rate", Context: ctx, Output: p.Output, Rate: rate})
+		}
+	}
 	return out
 }
 
@@ -165,6 +193,12 @@ func (p Plan) Requests(k Key) int {
 	switch {
 	case k.Mode == "burst":
 		return k.Concurrency
+	case k.Mode == "rate" && p.CellDuration > 0:
+		return int(math.Ceil(p.CellDuration * k.Rate))
+	case k.Mode == "rate" && p.RequestsPerCell > 0:
+		return p.RequestsPerCell
+	case k.Mode == "rate":
+		return max(MinSamples, int(math.Ceil(DefaultRateSeconds*k.Rate)))
 	case p.CellDuration > 0:
 		return 0
 	case p.RequestsPerCell > 0:
@@ -188,6 +222,10 @@ func (a Assumed) Estimate(p Plan, k Key) time.Duration {
 	if k.Mode == "closed" && p.CellDuration > 0 {
 		return time.Duration(p.CellDuration * float64(time.Second))
 	}
+	if k.Mode == "rate" { // the sends, then the last request
+		n := float64(p.Requests(k))
+		return time.Duration(((n-1)/k.Rate + a.round(Key{Context: k.Context, Output: k.Output, Concurrency: 1})) * float64(time.Second))
+	}
 	rounds := math.Ceil(float64(p.Requests(k)) / float64(k.Concurrency))
 	return time.Duration(rounds * a.round(k) * float64(time.Second))
 }
@@ -199,10 +237,12 @@ func (a Assumed) round(k Key) float64 {
 
 // DryRun prints the cells a plan will run, the tokens it will send and its
 // expected duration; done cells (from a report being resumed) are marked.
-func DryRun(w io.Writer, p Plan, a Assumed, done func(Key) bool) {
+// scale is the server's time scale (1: a real server): a time-scaled
+// simulator takes 1/scale of the simulated duration in wall time.
+func DryRun(w io.Writer, p Plan, a Assumed, scale float64, done func(Key) bool) {
 	var total time.Duration
 	var in, out, reqs int
-	fmt.Fprintf(w, "%-7s %8s %7s %6s %9s %10s  %s\n", "mode", "context", "output", "n", "requests", "expected", "")
+	fmt.Fprintf(w, "%-7s %8s %7s %8s %9s %10s  %s\n", "mode", "context", "output", "load", "requests", "expected", "")
 	for _, k := range p.Cells() {
 		d := a.Estimate(p, k)
 		n := p.Requests(k)
@@ -217,7 +257,7 @@ func DryRun(w io.Writer, p Plan, a Assumed, done func(Key) bool) {
 		reqs += n
 		in += n * k.Context
 		out += n * k.Output
-		fmt.Fprintf(w, "%-7s %8d %7d %6d %9d %10s  %s\n", k.Mode, k.Context, k.Output, k.Concurrency, n, d.Round(time.Second), status)
+		fmt.Fprintf(w, "%-7s %8d %7d %8s %9d %10s  %s\n", k.Mode, k.Context, k.Output, k.load(), n, d.Round(time.Second), status)
 	}
 	warm := 0
 	if p.Warmup > 0 {
@@ -237,6 +277,10 @@ func DryRun(w io.Writer, p Plan, a Assumed, done func(Key) bool) {
 	fmt.Fprintf(w, "\n%d cells, %d requests (+%d warm-up), %d prompt tokens, %d output tokens\n", len(p.Cells()), reqs, warm, in, out)
 	fmt.Fprintf(w, "expected duration: %s, assuming %.0f prompt tok/s per server and %.0f output tok/s per stream\n",
 		total.Round(time.Second), a.PrefillTPS, a.DecodeTPS)
+	if scale > 0 && scale != 1 {
+		fmt.Fprintf(w, "the server is a simulator at %gx real time: that is %s of wall time\n", scale,
+			time.Duration(float64(total)/scale).Round(time.Second))
+	}
 	if p.Search {
 		fmt.Fprintf(w, "plus the cells --search adds to narrow each use case's limit (up to concurrency %d)\n", p.SearchMax)
 	}

@@ -52,7 +52,8 @@ type Target struct {
 	Engine string `json:"engine"` // as detected from the server's metrics where asked for auto
 }
 
-// Cell is one context length, output length and concurrency, closed loop or burst.
+// Cell is one context length, output length and load: a closed loop or a
+// burst of a concurrency, or open-loop arrivals at a rate.
 type Cell struct {
 	Key
 	Requests []Request      `json:"requests"`
@@ -68,22 +69,39 @@ type Cell struct {
 	// over its requests: the system throughput of reports 000-002.
 	Throughput float64 `json:"throughput_tps"`
 	// Efficiency is Throughput / (single-request throughput x concurrency), 0 when no single-request cell exists.
-	Efficiency     float64  `json:"scaling_efficiency,omitempty"`
-	SuccessRate    float64  `json:"success_rate"`
-	Watts          *float64 `json:"power_w,omitempty"`
-	JoulesPerToken *float64 `json:"energy_j_per_token,omitempty"`
+	Efficiency     float64    `json:"scaling_efficiency,omitempty"`
+	SuccessRate    float64    `json:"success_rate"`
+	Watts          *float64   `json:"power_w,omitempty"`
+	JoulesPerToken *float64   `json:"energy_j_per_token,omitempty"`
+	Rate           *RateStats `json:"rate,omitempty"` // open-loop cells only
+	// Goodput is, per use case at the cell's lengths, the share of its
+	// requests that met every threshold of the use case.
+	Goodput map[string]float64 `json:"goodput,omitempty"`
 }
 
 // Key names a cell.
 type Key struct {
-	Mode        string `json:"mode"` // closed or burst
+	Mode        string `json:"mode"` // closed, burst or rate
 	Context     int    `json:"context"`
 	Output      int    `json:"output"`
 	Concurrency int    `json:"concurrency"`
+	// Rate is an open-loop cell's requests per second (Mode "rate"; Concurrency 0).
+	Rate float64 `json:"rate,omitempty"`
 }
 
 func (k Key) String() string {
+	if k.Mode == "rate" {
+		return fmt.Sprintf("rate ctx=%d out=%d rate=%g/s", k.Context, k.Output, k.Rate)
+	}
 	return fmt.Sprintf("%s ctx=%d out=%d n=%d", k.Mode, k.Context, k.Output, k.Concurrency)
+}
+
+// X is the cell's load on a chart's x axis: its concurrency, or its rate.
+func (k Key) X() float64 {
+	if k.Mode == "rate" {
+		return k.Rate
+	}
+	return float64(k.Concurrency)
 }
 
 // Request is one measured request. Times are seconds (virtual on a time-scaled simulator).

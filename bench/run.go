@@ -102,17 +102,24 @@ func (r *Runner) Run(ctx context.Context, rep *Report) error {
 // search narrows a use case's limit: exponential steps, then bisection,
 // measuring the levels the ladder lacks.
 func (r *Runner) search(ctx context.Context, rep *Report, u UseCase) error {
+	lo, hi := 0, 0 // the bracket so far, for the progress line: lo passed, hi failed
 	_, _, err := capacity.Search(rep.Plan.SearchMax, func(n int) (float64, error) {
 		k := Key{Mode: "closed", Context: u.Context, Output: u.Output, Concurrency: n}
 		c, ok := rep.Cell(k)
 		if !ok {
-			r.Progress.Extra(k)
+			r.Progress.Search(u.Name, k, lo, hi, rep.Plan.SearchMax)
 			if err := r.cell(ctx, rep, k); err != nil {
 				return 0, err
 			}
 			c, _ = rep.Cell(k)
 		}
-		return u.Margin(c), nil
+		m := u.Margin(c)
+		if m >= 0 {
+			lo = max(lo, n)
+		} else if hi == 0 || n < hi {
+			hi = n
+		}
+		return m, nil
 	})
 	return err
 }
@@ -185,6 +192,9 @@ func (r *Runner) read(ctx context.Context) reading {
 // measure runs one cell: a closed loop keeping exactly k.Concurrency requests
 // in flight (each finished one replaced at once), or a burst of that many.
 func (r *Runner) measure(ctx context.Context, p Plan, k Key) (Cell, error) {
+	if k.Mode == "rate" {
+		return r.openLoop(ctx, p, k)
+	}
 	sc := r.scenario(p, k)
 	before := r.read(ctx)
 	total := int64(p.Requests(k))

@@ -61,6 +61,32 @@ func (g gauge) breaks(v float64) bool {
 	return g.upper && v > g.threshold || !g.upper && v < g.threshold
 }
 
+// Goodput is the share of a cell's requests that met every threshold of the
+// use case, each request judged on its own; a failed request met none.
+func (u UseCase) Goodput(c *Cell) float64 {
+	failed := 0
+	for _, n := range c.Failures {
+		failed += n
+	}
+	total := len(c.Requests) + failed
+	if total == 0 {
+		return 0
+	}
+	good := 0
+	for _, q := range c.Requests {
+		if u.meets(q) {
+			good++
+		}
+	}
+	return float64(good) / float64(total)
+}
+
+// meets reports whether one request met every threshold.
+func (u UseCase) meets(q Request) bool {
+	return (u.TTFTMax <= 0 || q.TTFT <= u.TTFTMax) && (u.E2EMax <= 0 || q.E2E <= u.E2EMax) &&
+		(u.ITLMax <= 0 || q.ITL <= u.ITLMax) && (u.DecodeMin <= 0 || q.Decode >= u.DecodeMin)
+}
+
 // thresholdText describes the use case's thresholds in words.
 func (u UseCase) thresholdText() string {
 	var parts []string
@@ -125,7 +151,12 @@ func (r *Report) useCaseView(u UseCase) useCaseView {
 		c, _ := r.Cell(Key{Mode: "closed", Context: u.Context, Output: u.Output, Concurrency: n})
 		tput.Values = append(tput.Values, Units(c.Throughput, "tok/s"))
 	}
-	v.Rows = append(v.Rows, tput)
+	good := metricRow{Name: "Goodput (requests meeting every threshold)"}
+	for _, n := range v.Levels {
+		c, _ := r.Cell(Key{Mode: "closed", Context: u.Context, Output: u.Output, Concurrency: n})
+		good.Values = append(good.Values, fmt.Sprintf("%.0f%%", 100*u.Goodput(c)))
+	}
+	v.Rows = append(v.Rows, tput, good)
 	v.Narrative = u.narrative(l, breach, last)
 	v.Charts = r.useCaseCharts(u, l, cells)
 	return v

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"text/tabwriter"
 )
 
 // WriteAll writes report.json, report.csv, report.md and report.html into dir.
@@ -39,11 +40,40 @@ func writeFile(path string, write func(io.Writer) error) error {
 	return nil
 }
 
+// WriteSummary prints what a finished sweep leaves for its operator: where
+// the report is, and each use case's limit as a table.
+func (r *Report) WriteSummary(w io.Writer, dir string) error {
+	state := "complete"
+	if !r.Complete {
+		state = "INCOMPLETE: run the same command again to resume"
+	}
+	fmt.Fprintf(w, "\nReport (%s): %s\n  also %s, %s, %s\n\n", state, filepath.Join(dir, "report.html"),
+		filepath.Join(dir, "report.md"), filepath.Join(dir, "report.csv"), filepath.Join(dir, "report.json"))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "USE CASE\tCONTEXT\tOUTPUT\tTHRESHOLDS\tCAPACITY\tFIRST BREACH")
+	for _, u := range r.Plan.UseCases {
+		l, _ := r.limitFor(u.Name)
+		breach := l.Breach
+		if breach == "" {
+			breach = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\n", u.Name, u.Context, u.Output, u.thresholdText(), l, breach)
+	}
+	if len(r.SafeQueue) > 0 {
+		fmt.Fprintln(tw, "\nBURST CONTEXT\tTTFT LIMIT\tSAFE QUEUE DEPTH")
+		for _, d := range r.SafeQueue {
+			fmt.Fprintf(tw, "%d\t%gs\t%s\n", d.Context, d.TTFTMax, d.Text())
+		}
+	}
+	return tw.Flush()
+}
+
 // WriteCSV writes one row per cell.
 func (r *Report) WriteCSV(w io.Writer) error {
 	cw := csv.NewWriter(w)
 	head := []string{"mode", "context", "output", "concurrency", "requests", "failures", "success_rate", "duration_s",
-		"throughput_tps", "scaling_efficiency", "queue_wait_s", "power_w", "energy_j_per_token"}
+		"throughput_tps", "scaling_efficiency", "queue_wait_s", "power_w", "energy_j_per_token",
+		"rate_rps", "achieved_rps", "in_flight_mean", "in_flight_max"}
 	stats := []string{"mean", "p50", "p90", "p95", "p99"}
 	for _, m := range Metrics {
 		for _, s := range stats {
@@ -67,7 +97,10 @@ func (r *Report) WriteCSV(w io.Writer) error {
 		}
 		row := []string{c.Mode, strconv.Itoa(c.Context), strconv.Itoa(c.Output), strconv.Itoa(c.Concurrency),
 			strconv.Itoa(len(c.Requests)), strconv.Itoa(failed), f(c.SuccessRate), f(c.Duration), f(c.Throughput),
-			f(c.Efficiency), opt(c.Queue), opt(c.Watts), opt(c.JoulesPerToken)}
+			f(c.Efficiency), opt(c.Queue), opt(c.Watts), opt(c.JoulesPerToken), "", "", "", ""}
+		if s := c.Rate; s != nil {
+			copy(row[len(row)-4:], []string{f(s.Asked), f(s.Achieved), f(s.InFlightMean), strconv.Itoa(s.InFlightMax)})
+		}
 		for _, m := range Metrics {
 			v := c.Stats[m.Name]
 			for _, s := range stats {
@@ -192,11 +225,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	if len(r.SafeQueue) > 0 {
 		fmt.Fprintf(&b, "\n## Max safe queue depth (bursts)\n\n| context | TTFT limit | depth |\n|---|---|---|\n")
 		for _, d := range r.SafeQueue {
-			depth := strconv.FormatFloat(d.Depth, 'f', 1, 64)
-			if d.Capped {
-				depth = fmt.Sprintf("%.0f+", d.Depth)
-			}
-			fmt.Fprintf(&b, "| %d | %gs | %s |\n", d.Context, d.TTFTMax, depth)
+			fmt.Fprintf(&b, "| %d | %gs | %s |\n", d.Context, d.TTFTMax, d.Text())
 		}
 	}
 	_, err := io.WriteString(w, b.String())

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"math"
 	"net/http"
 	"os"
 	"os/signal"
@@ -30,6 +32,8 @@ type benchCmd struct {
 	target                        config.Target
 	configFile                    string
 	contexts, levels, burst       string
+	rates, arrival                string
+	seed                          uint64
 	output, requests, warmup      int
 	cellDuration, burstTTFT       time.Duration
 	search                        bool
@@ -54,12 +58,15 @@ func newBenchCmd(app *kingpin.Application, logCfg *promslog.Config) *benchCmd {
 	c.cmd.Flag("config.file", "Daemon config to take scenarios, use cases and the power source from; empty: the built-in defaults.").StringVar(&c.configFile)
 	c.cmd.Flag("contexts", "Comma-separated context lengths in tokens; empty: the config's scenarios.").StringVar(&c.contexts)
 	c.cmd.Flag("concurrency", "Comma-separated concurrency levels.").Default(joinInts(bench.DefaultConcurrency)).StringVar(&c.levels)
-	c.cmd.Flag("output-tokens", "Output tokens per request of the grid (use cases keep their own).").Default("1024").IntVar(&c.output)
+	c.cmd.Flag("output-tokens", "Output tokens per request of the grid and of every use case without an E2E threshold (those keep their scenario's).").Default("1024").IntVar(&c.output)
 	c.cmd.Flag("requests-per-cell", "Requests per closed-loop cell; 0: two per slot.").Default("0").IntVar(&c.requests)
 	c.cmd.Flag("cell-duration", "Run each closed-loop cell this long instead of a request count (simulated time on a simulator).").DurationVar(&c.cellDuration)
 	c.cmd.Flag("warmup", "Requests sent alone and discarded before the first cell of each context and output length.").Default("1").IntVar(&c.warmup)
 	c.cmd.Flag("burst", "Comma-separated burst sizes: that many requests at once, nothing after (queue-depth mode).").StringVar(&c.burst)
 	c.cmd.Flag("burst.ttft-max", "Mean TTFT limit of the max safe queue depth.").Default("3s").DurationVar(&c.burstTTFT)
+	c.cmd.Flag("rate", "Comma-separated request rates (per second): open-loop cells at every context, requests sent at the rate whatever the server's state.").StringVar(&c.rates)
+	c.cmd.Flag("arrival", "Spacing of the open-loop requests: constant, or poisson (independent users).").Default("poisson").EnumVar(&c.arrival, bench.Constant, bench.Poisson)
+	c.cmd.Flag("seed", "Seed of the Poisson arrivals: the same seed sends the same pattern.").Default("1").Uint64Var(&c.seed)
 	c.cmd.Flag("search", "Narrow each use case's limit with extra cells (exponential, then bisection).").BoolVar(&c.search)
 	c.cmd.Flag("search.max", "Highest concurrency the search tries.").Default("256").IntVar(&c.searchMax)
 	c.cmd.Flag("warm-cache", "Let prompts share a prefix cache (default: a fresh nonce per prompt).").BoolVar(&c.warm)
@@ -77,6 +84,21 @@ func joinInts(vs []int) string {
 		s[i] = strconv.Itoa(v)
 	}
 	return strings.Join(s, ",")
+}
+
+func parseFloats(flag, s string) ([]float64, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, nil
+	}
+	var out []float64
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || !(v > 0) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("--%s: %q is not a positive number", flag, f)
+		}
+		out = append(out, v)
+	}
+	return out, nil
 }
 
 func parseInts(flag, s string) ([]int, error) {
@@ -107,7 +129,7 @@ func (c *benchCmd) plan() (bench.Plan, *config.Config, error) {
 		return bench.Plan{}, nil, err
 	}
 	p := bench.Plan{Output: c.output, RequestsPerCell: c.requests, CellDuration: c.cellDuration.Seconds(), Warmup: c.warmup, WarmCache: c.warm,
-		BurstTTFTMax: c.burstTTFT.Seconds(), Search: c.search, SearchMax: c.searchMax, UseCases: bench.UseCases(cfg)}
+		BurstTTFTMax: c.burstTTFT.Seconds(), Search: c.search, SearchMax: c.searchMax, Arrival: c.arrival, Seed: c.seed, UseCases: bench.UseCases(cfg, c.output)}
 	var errs []error
 	if p.Contexts, err = parseInts("contexts", c.contexts); err != nil {
 		errs = append(errs, err)
@@ -118,6 +140,9 @@ func (c *benchCmd) plan() (bench.Plan, *config.Config, error) {
 		errs = append(errs, err)
 	}
 	if p.Burst, err = parseInts("burst", c.burst); err != nil {
+		errs = append(errs, err)
+	}
+	if p.Rates, err = parseFloats("rate", c.rates); err != nil {
 		errs = append(errs, err)
 	}
 	if c.energyPrice < 0 {
@@ -144,8 +169,16 @@ func (c *benchCmd) run() int {
 		fmt.Fprintln(os.Stderr, "headroom bench:", err)
 		return 1
 	}
+	if c.target.MetricsURL == "" {
+		c.target.MetricsURL = strings.TrimRight(c.target.URL, "/") + "/metrics"
+	}
+	key, err := c.target.APIKey()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "headroom bench:", err)
+		return 2
+	}
 	if c.dryRun {
-		bench.DryRun(os.Stdout, plan, assumed, func(k bench.Key) bool {
+		bench.DryRun(os.Stdout, plan, assumed, c.timeScale(logger, key), func(k bench.Key) bool {
 			if prev == nil {
 				return false
 			}
@@ -154,15 +187,7 @@ func (c *benchCmd) run() int {
 		})
 		return 0
 	}
-	key, err := c.target.APIKey()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "headroom bench:", err)
-		return 2
-	}
 	c.target.Name = "bench"
-	if c.target.MetricsURL == "" {
-		c.target.MetricsURL = strings.TrimRight(c.target.URL, "/") + "/metrics"
-	}
 	rep, err := c.report(prev, plan)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "headroom bench:", err)
@@ -217,14 +242,34 @@ func (c *benchCmd) run() int {
 		return 1
 	}
 	logger.Info("bench report written", "dir", c.out, "cells", len(rep.Cells), "complete", rep.Complete)
-	for _, l := range rep.Limits {
-		fmt.Printf("%-20s %s\n", l.UseCase, l)
+	if err := rep.WriteSummary(os.Stdout, c.out); err != nil {
+		logger.Error("write summary", "err", err)
+		return 1
 	}
 	if failed, why := rep.Failed(); failed {
 		logger.Error("bench failed: no request of the sweep succeeded", "err", why)
 		return max(code, 1)
 	}
 	return code
+}
+
+// timeScale asks the server's metrics for a simulator's time scale, so that a
+// dry run predicts wall time; 1 when it cannot tell.
+func (c *benchCmd) timeScale(logger *slog.Logger, key string) float64 {
+	if c.target.Engine == "none" {
+		return 1
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	l, err := engine.Scrape(ctx, &http.Client{}, c.target.MetricsURL, key, c.target.Engine)
+	if err != nil {
+		logger.Info("server metrics unreadable: durations assume a real server", "err", err)
+		return 1
+	}
+	if l.TimeScale > 0 {
+		return l.TimeScale
+	}
+	return 1
 }
 
 // report starts a new report or resumes prev when it measured the same server.

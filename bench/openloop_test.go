@@ -1,0 +1,100 @@
+package bench
+
+import (
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestArrivals(t *testing.T) {
+	k := Key{Mode: "rate", Context: 1024, Output: 128, Rate: 4}
+	even := arrivals(Constant, 4, 5, 1, k)
+	for i, at := range even {
+		if want := time.Duration(i) * 250 * time.Millisecond; at != want {
+			t.Errorf("constant arrival %d at %s, want %s", i, at, want)
+		}
+	}
+	const n = 20000
+	p := arrivals(Poisson, 4, n, 1, k)
+	if gap := p[n-1].Seconds() / (n - 1); math.Abs(gap-0.25)/0.25 > 0.02 {
+		t.Errorf("Poisson mean gap %.4f s over %d arrivals, want 0.25 within 2%%", gap, n)
+	}
+	if again := arrivals(Poisson, 4, n, 1, k); again[n-1] != p[n-1] {
+		t.Error("the same seed and cell gave another schedule")
+	}
+	other := k
+	other.Context = 2048
+	if arrivals(Poisson, 4, n, 1, other)[10] == p[10] {
+		t.Error("two cells share one schedule")
+	}
+}
+
+// Open loop against a server whose every fourth completion starts 200 ms
+// late: the sends hold the asked rate within 5%, the requests in flight
+// follow from the latencies, and the goodput of a 100 ms TTFT threshold is
+// the share of requests the server did not delay.
+func TestOpenLoopHoldsRate(t *testing.T) {
+	var completions atomic.Int64
+	sim := simHandler(t, "tiny", 1)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/completions") && completions.Add(1)%4 == 0 {
+			time.Sleep(200 * time.Millisecond)
+		}
+		sim.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	for _, arrival := range []string{Constant, Poisson} {
+		t.Run(arrival, func(t *testing.T) {
+			completions.Store(0)
+			u := UseCase{Name: "u", Context: 256, Output: 16, Statistic: "mean", TTFTMax: 0.1}
+			rep := newReport(Plan{Contexts: []int{256}, Output: 16, Rates: []float64{20}, Arrival: arrival, Seed: 7, RequestsPerCell: 100, UseCases: []UseCase{u}})
+			if err := newRunner(ts.URL).Run(t.Context(), rep); err != nil {
+				t.Fatal(err)
+			}
+			c, ok := rep.Cell(Key{Mode: "rate", Context: 256, Output: 16, Rate: 20})
+			if !ok || c.Rate == nil {
+				t.Fatalf("no open-loop cell in %v", rep.Cells)
+			}
+			// Poisson's own schedule is the target: its sample rate over 100
+			// arrivals is not exactly the asked rate.
+			want := 20.0
+			if arrival == Poisson {
+				at := arrivals(Poisson, 20, 100, 7, c.Key)
+				want = 99 / at[99].Seconds()
+			}
+			if got := c.Rate.Achieved; math.Abs(got-want)/want > 0.05 {
+				t.Errorf("achieved %.2f requests/s, want %.2f within 5%%", got, want)
+			}
+			if len(c.Requests) != 100 || c.SuccessRate != 1 {
+				t.Fatalf("%d requests, success %.2f", len(c.Requests), c.SuccessRate)
+			}
+			slow := 0
+			for _, q := range c.Requests {
+				if q.TTFT >= 0.2 {
+					slow++
+				}
+			}
+			if slow != 25 {
+				t.Errorf("%d requests took 200 ms or more to their first token, want the 25 the server delayed", slow)
+			}
+			if got := c.Goodput["u"]; got != 0.75 {
+				t.Errorf("goodput %.2f, want 0.75: 75 of 100 requests met the 100 ms TTFT", got)
+			}
+			// Little's law: 20/s x the mean latency.
+			var e2e float64
+			for _, q := range c.Requests {
+				e2e += q.E2E
+			}
+			if want := 20 * e2e / 100; math.Abs(c.Rate.InFlightMean-want)/want > 0.25 {
+				t.Errorf("mean in flight %.2f, want about %.2f (rate x mean latency)", c.Rate.InFlightMean, want)
+			}
+			if c.Rate.InFlightMax < 2 {
+				t.Errorf("at most %d in flight: a 200 ms request at 20/s overlaps the next", c.Rate.InFlightMax)
+			}
+		})
+	}
+}

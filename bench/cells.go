@@ -28,14 +28,15 @@ type tableValue struct {
 func (r *Report) cellTables() []cellTable {
 	type stat struct {
 		metric, head, unit string
+		scale              float64
 		stats              []string
 	}
 	cols := []stat{
-		{"ttft_s", "TTFT", "s", []string{"mean", "p50", "p90", "p99"}},
-		{"itl_s", "ITL", "ms", []string{"mean", "p50", "p99"}},
-		{"decode_tps", "speed", "tok/s", []string{"mean", "p50"}},
-		{"e2e_s", "E2E", "s", []string{"mean", "p50", "p99"}},
-		{"prefill_tps", "prefill", "tok/s", []string{"mean"}},
+		{"ttft_s", "TTFT", "s", 1, []string{"mean", "p50", "p90", "p99"}},
+		{"itl_s", "ITL", "ms", 1000, []string{"mean", "p50", "p99"}},
+		{"decode_tps", "speed", "tok/s", 1, []string{"mean", "p50"}},
+		{"e2e_s", "E2E", "s", 1, []string{"mean", "p50", "p99"}},
+		{"prefill_tps", "prefill", "tok/s", 1, []string{"mean"}},
 	}
 	head := []string{"context", "output", "load", "requests", "success", "throughput (tok/s)"}
 	for _, c := range cols {
@@ -47,9 +48,10 @@ func (r *Report) cellTables() []cellTable {
 	var out []cellTable
 	for _, mode := range []struct{ mode, title string }{{"closed", "Closed loop"}, {"burst", "Bursts"}, {"rate", "Open loop"}} {
 		var cells []*Cell
-		for i := range r.Cells {
-			if r.Cells[i].Mode == mode.mode {
-				cells = append(cells, &r.Cells[i])
+		view := r.view()
+		for i := range view {
+			if view[i].Mode == mode.mode {
+				cells = append(cells, &view[i])
 			}
 		}
 		if len(cells) == 0 {
@@ -67,15 +69,15 @@ func (r *Report) cellTables() []cellTable {
 		t := cellTable{Title: mode.title, Head: head}
 		for _, c := range cells {
 			row := []tableValue{{Text: strconv.Itoa(c.Context)}, {Text: strconv.Itoa(c.Output)}, {Text: c.load()},
-				{Text: strconv.Itoa(len(c.Requests))}, {Text: fmt.Sprintf("%.1f%%", 100*c.SuccessRate)}, {Text: fmt.Sprintf("%.1f", c.Throughput)}}
+				{Text: strconv.Itoa(len(c.Requests))}, {Text: fmt.Sprintf("%.1f%%", 100*c.SuccessRate)}, {Text: withCI(fmt.Sprintf("%.1f", c.Throughput), c.CI["throughput_tps"], 1)}}
 			few := len(c.Requests) < MinSamples
 			for _, col := range cols {
 				for _, s := range col.stats {
-					v := c.Stats[col.metric].Get(s)
-					if col.unit == "ms" {
-						v *= 1000
+					text := strconv.FormatFloat(col.scale*c.Stats[col.metric].Get(s), 'f', 3, 64)
+					if ci, ok := c.CI[col.metric]; ok && s == "mean" {
+						text = withCI(text, ci, col.scale)
 					}
-					row = append(row, tableValue{Text: strconv.FormatFloat(v, 'f', 3, 64), Indicative: few && s != "mean"})
+					row = append(row, tableValue{Text: text, Indicative: few && s != "mean"})
 				}
 			}
 			row = append(row, optValue(c.Queue), optValue(c.Watts))

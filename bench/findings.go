@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"slices"
+	"strconv"
 )
 
 // Findings are the key findings of a report, as the reference reports open with.
@@ -24,8 +25,9 @@ type Findings struct {
 // Findings computes the key findings from the grid's closed-loop cells.
 func (r *Report) Findings() Findings {
 	var f Findings
-	for i := range r.Cells {
-		c := &r.Cells[i]
+	view := r.view()
+	for i := range view {
+		c := &view[i]
 		f.Requests += len(c.Requests)
 		for _, n := range c.Failures {
 			f.Failed += n
@@ -129,7 +131,7 @@ func millions(v float64) string {
 // contexts are the grid's measured context lengths, ascending.
 func (r *Report) contexts() []int {
 	var out []int
-	for _, c := range r.Cells {
+	for _, c := range r.view() {
 		if c.Mode == "closed" && c.Output == r.Plan.Output && !slices.Contains(out, c.Context) {
 			out = append(out, c.Context)
 		}
@@ -141,7 +143,7 @@ func (r *Report) contexts() []int {
 // levels are the concurrency levels measured in one mode at the grid's output length, ascending.
 func (r *Report) levels(mode string) []int {
 	var out []int
-	for _, c := range r.Cells {
+	for _, c := range r.view() {
 		if c.Mode == mode && c.Output == r.Plan.Output && !slices.Contains(out, c.Concurrency) {
 			out = append(out, c.Concurrency)
 		}
@@ -150,10 +152,27 @@ func (r *Report) levels(mode string) []int {
 	return out
 }
 
-// Column is one per-cell figure the tables and charts show.
+// Column is one per-cell figure the tables and charts show. Metric names the
+// figure's confidence interval in Cell.CI ("": none), Scale its unit's factor.
 type Column struct {
 	Name, Title, Unit string
 	Value             func(*Cell) (float64, bool)
+	Metric            string
+	Scale             float64
+}
+
+// Text prints the column's figure for a cell, with its 95% interval when the
+// cell pools repeated runs.
+func (col Column) Text(c *Cell) (string, bool) {
+	v, ok := col.Value(c)
+	if !ok {
+		return "", false
+	}
+	s := strconv.FormatFloat(v, 'f', 3, 64)
+	if ci, ok := c.CI[col.Metric]; ok {
+		s = withCI(s, ci, col.Scale)
+	}
+	return s, true
 }
 
 func stat(metric string) func(*Cell) (float64, bool) {
@@ -171,21 +190,22 @@ func optional(f func(*Cell) *float64) func(*Cell) (float64, bool) {
 
 // Columns are the report's per-cell figures, in the reference reports' order.
 var Columns = []Column{
-	{"throughput", "System throughput", "tok/s", func(c *Cell) (float64, bool) { return c.Throughput, c.Throughput > 0 }},
-	{"decode", "Per-user generation speed", "tok/s", stat("decode_tps")},
-	{"ttft", "Time to first token", "s", stat("ttft_s")},
-	{"queue", "Queue wait", "s", optional(func(c *Cell) *float64 { return c.Queue })},
-	{"prefill", "Per-user prefill speed", "tok/s", stat("prefill_tps")},
-	{"itl", "Inter-token latency", "ms", func(c *Cell) (float64, bool) { return 1000 * c.Stats["itl_s"].Mean, len(c.Requests) > 0 }},
-	{"efficiency", "Scaling efficiency", "%", func(c *Cell) (float64, bool) { return 100 * c.Efficiency, c.Efficiency > 0 }},
-	{"power", "GPU power", "W", optional(func(c *Cell) *float64 { return c.Watts })},
-	{"energy", "Energy per output token", "J", optional(func(c *Cell) *float64 { return c.JoulesPerToken })},
+	{"throughput", "System throughput", "tok/s", func(c *Cell) (float64, bool) { return c.Throughput, c.Throughput > 0 }, "throughput_tps", 1},
+	{"decode", "Per-user generation speed", "tok/s", stat("decode_tps"), "decode_tps", 1},
+	{"ttft", "Time to first token", "s", stat("ttft_s"), "ttft_s", 1},
+	{"queue", "Queue wait", "s", optional(func(c *Cell) *float64 { return c.Queue }), "", 1},
+	{"prefill", "Per-user prefill speed", "tok/s", stat("prefill_tps"), "prefill_tps", 1},
+	{"itl", "Inter-token latency", "ms", func(c *Cell) (float64, bool) { return 1000 * c.Stats["itl_s"].Mean, len(c.Requests) > 0 }, "itl_s", 1000},
+	{"efficiency", "Scaling efficiency", "%", func(c *Cell) (float64, bool) { return 100 * c.Efficiency, c.Efficiency > 0 }, "", 1},
+	{"power", "GPU power", "W", optional(func(c *Cell) *float64 { return c.Watts }), "", 1},
+	{"energy", "Energy per output token", "J", optional(func(c *Cell) *float64 { return c.JoulesPerToken }), "", 1},
 }
 
 // Has reports whether any cell of the mode has the column's figure.
 func (r *Report) Has(col Column, mode string) bool {
-	for i := range r.Cells {
-		if _, ok := col.Value(&r.Cells[i]); ok && r.Cells[i].Mode == mode {
+	view := r.view()
+	for i := range view {
+		if _, ok := col.Value(&view[i]); ok && view[i].Mode == mode {
 			return true
 		}
 	}

@@ -25,6 +25,10 @@ type Limit struct {
 	// how they failed. Such a level measured nothing, so it breaches no
 	// threshold either.
 	Failed string `json:"failed,omitempty"`
+	// Runs are the capacities each run alone gives (Plan.Repeat > 1) and CI
+	// the half-width of their mean's 95% confidence interval.
+	Runs []float64 `json:"runs,omitempty"`
+	CI   float64   `json:"ci95,omitempty"`
 }
 
 // String is the limit as the guidance table prints it.
@@ -36,8 +40,10 @@ func (l Limit) String() string {
 		return "failed: " + l.Failed
 	case l.Capped:
 		return fmt.Sprintf("%.0f+", l.Capacity)
-	case l.Capacity == 0:
+	case l.Capacity == 0 && len(l.Runs) == 0:
 		return "none (a single request breaches)"
+	case len(l.Runs) > 1:
+		return fmt.Sprintf("%.1f ± %.1f (%d runs)", l.Capacity, l.CI, len(l.Runs))
 	}
 	return fmt.Sprintf("%.1f", l.Capacity)
 }
@@ -68,8 +74,9 @@ type level struct {
 // ladder returns the measured cells of one mode, context and output, by concurrency.
 func (r *Report) ladder(mode string, context, output int) []*Cell {
 	var out []*Cell
-	for i := range r.Cells {
-		c := &r.Cells[i]
+	view := r.view()
+	for i := range view {
+		c := &view[i]
 		if c.Mode == mode && c.Context == context && c.Output == output {
 			out = append(out, c)
 		}
@@ -135,15 +142,16 @@ func (c *Cell) failure() string {
 // Failed reports whether the sweep measured nothing: no request of any of
 // its cells succeeded. Its error is the first cell's failure.
 func (r *Report) Failed() (bool, string) {
-	if len(r.Cells) == 0 {
+	view := r.view()
+	if len(view) == 0 {
 		return false, ""
 	}
-	for i := range r.Cells {
-		if r.Cells[i].SuccessRate > 0 {
+	for i := range view {
+		if view[i].SuccessRate > 0 {
 			return false, ""
 		}
 	}
-	return true, r.Cells[0].failure()
+	return true, view[0].failure()
 }
 
 // breach names the thresholds a cell crosses.
@@ -179,42 +187,54 @@ func (r *Report) SafeDepth(context int) (Depth, bool) {
 }
 
 // Derive recomputes everything that follows from the cells: each cell's
-// statistics and scaling efficiency, the use cases' limits and the safe
-// queue depths. Search results are cells too, so they take part.
+// statistics, the pooled view of repeated cells with their confidence
+// intervals, scaling efficiency and goodput, the use cases' limits (with the
+// spread of each run's) and the safe queue depths. Search results are cells
+// too, so they take part.
 func (r *Report) Derive() {
 	for i := range r.Cells {
 		r.Cells[i].summarise()
 	}
-	for i := range r.Cells {
-		c := &r.Cells[i]
-		c.Efficiency = 0
-		if c.Mode == "rate" {
-			continue
-		}
-		if one, ok := r.Cell(Key{Mode: c.Mode, Context: c.Context, Output: c.Output, Concurrency: 1}); ok && one.Throughput > 0 {
-			c.Efficiency = c.Throughput / (one.Throughput * float64(c.Concurrency))
-		}
-	}
-	for i := range r.Cells {
-		c := &r.Cells[i]
-		c.Goodput = nil
-		for _, u := range r.Plan.UseCases {
-			if u.Context == c.Context && u.Output == c.Output {
-				if c.Goodput == nil {
-					c.Goodput = map[string]float64{}
-				}
-				c.Goodput[u.Name] = u.Goodput(c)
-			}
+	r.pooled = pool(r.Cells)
+	for _, cells := range [][]Cell{r.Cells, r.pooled} {
+		for i := range cells {
+			r.relate(&cells[i])
 		}
 	}
 	r.Limits = r.Limits[:0]
+	runs := r.runs()
 	for _, u := range r.Plan.UseCases {
-		r.Limits = append(r.Limits, r.UseCaseLimit(u))
+		l := r.UseCaseLimit(u)
+		if len(runs) > 1 {
+			for _, run := range runs {
+				l.Runs = append(l.Runs, run.UseCaseLimit(u).Capacity)
+			}
+			l.CI = ci95(l.Runs)
+		}
+		r.Limits = append(r.Limits, l)
 	}
 	r.SafeQueue = r.SafeQueue[:0]
 	for _, ctx := range r.Plan.Contexts {
 		if d, ok := r.SafeDepth(ctx); ok {
 			r.SafeQueue = append(r.SafeQueue, d)
+		}
+	}
+}
+
+// relate sets what a cell's figures are relative to: its scaling efficiency
+// (against the single-request cell of its lengths) and its goodput per use case.
+func (r *Report) relate(c *Cell) {
+	c.Efficiency = 0
+	if one, ok := r.Cell(Key{Mode: c.Mode, Context: c.Context, Output: c.Output, Concurrency: 1}); ok && one.Throughput > 0 && c.Mode != "rate" {
+		c.Efficiency = c.Throughput / (one.Throughput * float64(c.Concurrency))
+	}
+	c.Goodput = nil
+	for _, u := range r.Plan.UseCases {
+		if u.Context == c.Context && u.Output == c.Output {
+			if c.Goodput == nil {
+				c.Goodput = map[string]float64{}
+			}
+			c.Goodput[u.Name] = u.Goodput(c)
 		}
 	}
 }

@@ -45,6 +45,9 @@ type Plan struct {
 	Rates   []float64 `json:"rates,omitempty"`
 	Arrival string    `json:"arrival,omitempty"`
 	Seed    uint64    `json:"seed,omitempty"`
+	// Repeat measures every cell this many times (0 or 1: once); the report
+	// pools the runs and gives each figure and limit a 95% confidence interval.
+	Repeat int `json:"repeat,omitempty"`
 	// Search narrows each use case's limit with extra cells, up to SearchMax.
 	Search    bool      `json:"search"`
 	SearchMax int       `json:"search_max,omitempty"`
@@ -149,6 +152,9 @@ func (p Plan) Validate() error {
 	if len(p.Rates) > 0 && p.Arrival != Constant && p.Arrival != Poisson {
 		errs = append(errs, fmt.Errorf("arrival: %q; want %s or %s", p.Arrival, Constant, Poisson))
 	}
+	if p.Repeat < 0 {
+		errs = append(errs, fmt.Errorf("repeat: %d is negative", p.Repeat))
+	}
 	if p.Search && p.SearchMax < 2 {
 		errs = append(errs, fmt.Errorf("search: the highest concurrency must be at least 2, got %d", p.SearchMax))
 	}
@@ -157,8 +163,24 @@ func (p Plan) Validate() error {
 
 // Cells lists the planned cells in the order they run: the grid of contexts x
 // concurrency, each use case's ladder where its output length is not the
-// grid's, then bursts. Search cells are decided as results come in.
+// grid's, bursts, then open-loop rates; the whole list once per run. Search
+// cells are decided as results come in.
 func (p Plan) Cells() []Key {
+	once := p.cellsOnce()
+	var out []Key
+	for run := range p.runs() {
+		for _, k := range once {
+			k.Run = run
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// runs is how many times each cell is measured.
+func (p Plan) runs() int { return max(1, p.Repeat) }
+
+func (p Plan) cellsOnce() []Key {
 	var out []Key
 	add := func(k Key) {
 		if !slices.Contains(out, k) {

@@ -42,6 +42,8 @@ type Report struct {
 	// EnergyPrice is the electricity price per kWh the highlights cost the
 	// GPUs' power at; 0: no cost shown.
 	EnergyPrice float64 `json:"energy_price_kwh,omitempty"`
+	// pooled is one cell per key over all its runs: what the report shows.
+	pooled []Cell
 }
 
 // Target is the server benchmarked. The API key is never part of it.
@@ -77,6 +79,12 @@ type Cell struct {
 	// Goodput is, per use case at the cell's lengths, the share of its
 	// requests that met every threshold of the use case.
 	Goodput map[string]float64 `json:"goodput,omitempty"`
+	// Runs and CI are set on the report's pooled view of a repeated cell:
+	// how many runs it pools, and per figure (a metric's mean, or
+	// throughput_tps) the half-width of the 95% confidence interval of its
+	// mean over the runs.
+	Runs int                `json:"-"`
+	CI   map[string]float64 `json:"-"`
 }
 
 // Key names a cell.
@@ -87,13 +95,19 @@ type Key struct {
 	Concurrency int    `json:"concurrency"`
 	// Rate is an open-loop cell's requests per second (Mode "rate"; Concurrency 0).
 	Rate float64 `json:"rate,omitempty"`
+	// Run numbers the repetitions of a cell (Plan.Repeat), from 0.
+	Run int `json:"run,omitempty"`
 }
 
 func (k Key) String() string {
+	s := fmt.Sprintf("%s ctx=%d out=%d n=%d", k.Mode, k.Context, k.Output, k.Concurrency)
 	if k.Mode == "rate" {
-		return fmt.Sprintf("rate ctx=%d out=%d rate=%g/s", k.Context, k.Output, k.Rate)
+		s = fmt.Sprintf("rate ctx=%d out=%d rate=%g/s", k.Context, k.Output, k.Rate)
 	}
-	return fmt.Sprintf("%s ctx=%d out=%d n=%d", k.Mode, k.Context, k.Output, k.Concurrency)
+	if k.Run > 0 {
+		s += fmt.Sprintf(" run=%d", k.Run+1)
+	}
+	return s
 }
 
 // X is the cell's load on a chart's x axis: its concurrency, or its rate.
@@ -152,14 +166,26 @@ func (v Values) Get(stat string) float64 {
 	return v.Mean
 }
 
-// Cell returns the measured cell with this key.
+// Cell returns the cell with this key, pooled over its runs.
 func (r *Report) Cell(k Key) (*Cell, bool) {
-	for i := range r.Cells {
-		if r.Cells[i].Key == k {
-			return &r.Cells[i], true
+	k.Run = 0
+	view := r.view()
+	for i := range view {
+		if view[i].Key == k {
+			return &view[i], true
 		}
 	}
 	return nil, false
+}
+
+// measured reports whether the run of a cell that k names was measured.
+func (r *Report) measured(k Key) bool {
+	for i := range r.Cells {
+		if r.Cells[i].Key == k {
+			return true
+		}
+	}
+	return false
 }
 
 // Load reads a report.json written by this version of headroom.
@@ -234,7 +260,7 @@ func (r *Report) Save(path string) error {
 func (r *Report) Points(context, output int) []capacity.Point {
 	var out []capacity.Point
 	for i, c := range r.ladder("closed", context, output) {
-		for _, q := range c.Requests {
+		for _, q := range c.Requests { // every run's
 			n := float64(c.Concurrency)
 			out = append(out, capacity.Point{Load: n, InFlight: n, TTFT: q.TTFT, E2E: q.E2E, ITL: q.ITL, Decode: q.Decode, Burst: c.Concurrency, Cell: i + 1})
 		}

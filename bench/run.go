@@ -78,7 +78,7 @@ func (r *Runner) Run(ctx context.Context, rep *Report) error {
 	rep.Target.Model = r.Prober.Model()
 	var todo []Key
 	for _, k := range rep.Plan.Cells() {
-		if _, ok := rep.Cell(k); !ok {
+		if !rep.measured(k) {
 			todo = append(todo, k)
 		}
 	}
@@ -105,14 +105,16 @@ func (r *Runner) search(ctx context.Context, rep *Report, u UseCase) error {
 	lo, hi := 0, 0 // the bracket so far, for the progress line: lo passed, hi failed
 	_, _, err := capacity.Search(rep.Plan.SearchMax, func(n int) (float64, error) {
 		k := Key{Mode: "closed", Context: u.Context, Output: u.Output, Concurrency: n}
-		c, ok := rep.Cell(k)
-		if !ok {
-			r.Progress.Search(u.Name, k, lo, hi, rep.Plan.SearchMax)
-			if err := r.cell(ctx, rep, k); err != nil {
-				return 0, err
+		for run := range rep.Plan.runs() {
+			k.Run = run
+			if !rep.measured(k) {
+				r.Progress.Search(u.Name, k, lo, hi, rep.Plan.SearchMax)
+				if err := r.cell(ctx, rep, k); err != nil {
+					return 0, err
+				}
 			}
-			c, _ = rep.Cell(k)
 		}
+		c, _ := rep.Cell(k) // pooled over the runs
 		m := u.Margin(c)
 		if m >= 0 {
 			lo = max(lo, n)

@@ -139,6 +139,9 @@ func (r *Report) useCaseView(u UseCase) useCaseView {
 			c, _ := r.Cell(Key{Mode: "closed", Context: u.Context, Output: u.Output, Concurrency: n})
 			val := c.Stats[g.metric].Get(u.Statistic)
 			s := g.format(val)
+			if ci, ok := c.CI[g.metric]; ok && u.Statistic == "mean" {
+				s = withCI(s, ci, g.scale)
+			}
 			if g.breaks(val) {
 				s += " (threshold exceeded)"
 			}

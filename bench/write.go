@@ -213,9 +213,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 			for _, n := range levels {
 				cell := ""
 				if c, ok := r.Cell(Key{Mode: "closed", Context: ctx, Output: r.Plan.Output, Concurrency: n}); ok {
-					if v, ok := col.Value(c); ok {
-						cell = strconv.FormatFloat(v, 'f', 3, 64)
-					}
+					cell, _ = col.Text(c)
 				}
 				fmt.Fprintf(&b, " %s |", cell)
 			}

@@ -35,6 +35,7 @@ type benchCmd struct {
 	rates, arrival                string
 	seed                          uint64
 	output, requests, warmup      int
+	repeat                        int
 	cellDuration, burstTTFT       time.Duration
 	search                        bool
 	searchMax                     int
@@ -67,6 +68,7 @@ func newBenchCmd(app *kingpin.Application, logCfg *promslog.Config) *benchCmd {
 	c.cmd.Flag("rate", "Comma-separated request rates (per second): open-loop cells at every context, requests sent at the rate whatever the server's state.").StringVar(&c.rates)
 	c.cmd.Flag("arrival", "Spacing of the open-loop requests: constant, or poisson (independent users).").Default("poisson").EnumVar(&c.arrival, bench.Constant, bench.Poisson)
 	c.cmd.Flag("seed", "Seed of the Poisson arrivals: the same seed sends the same pattern.").Default("1").Uint64Var(&c.seed)
+	c.cmd.Flag("repeat", "Measure every cell this many times; the report gives each figure and limit a 95% confidence interval.").Default("1").IntVar(&c.repeat)
 	c.cmd.Flag("search", "Narrow each use case's limit with extra cells (exponential, then bisection).").BoolVar(&c.search)
 	c.cmd.Flag("search.max", "Highest concurrency the search tries.").Default("256").IntVar(&c.searchMax)
 	c.cmd.Flag("warm-cache", "Let prompts share a prefix cache (default: a fresh nonce per prompt).").BoolVar(&c.warm)
@@ -129,7 +131,7 @@ func (c *benchCmd) plan() (bench.Plan, *config.Config, error) {
 		return bench.Plan{}, nil, err
 	}
 	p := bench.Plan{Output: c.output, RequestsPerCell: c.requests, CellDuration: c.cellDuration.Seconds(), Warmup: c.warmup, WarmCache: c.warm,
-		BurstTTFTMax: c.burstTTFT.Seconds(), Search: c.search, SearchMax: c.searchMax, Arrival: c.arrival, Seed: c.seed, UseCases: bench.UseCases(cfg, c.output)}
+		BurstTTFTMax: c.burstTTFT.Seconds(), Search: c.search, SearchMax: c.searchMax, Arrival: c.arrival, Seed: c.seed, Repeat: c.repeat, UseCases: bench.UseCases(cfg, c.output)}
 	var errs []error
 	if p.Contexts, err = parseInts("contexts", c.contexts); err != nil {
 		errs = append(errs, err)

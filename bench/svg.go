@@ -10,11 +10,14 @@ import (
 // Palette colours the series; saturated so a test can tell data from axes.
 var Palette = []string{"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#17becf"}
 
-// Series is one line of a chart. Right puts it on the chart's second y axis.
+// Series is one line of a chart. Right puts it on the chart's second y axis;
+// Scatter draws its points without the line; Color overrides the palette's.
 type Series struct {
-	Name   string
-	Points [][2]float64
-	Right  bool
+	Name    string
+	Points  [][2]float64
+	Right   bool
+	Scatter bool
+	Color   string
 }
 
 // Rule is a horizontal threshold or a vertical limit marker; a horizontal one
@@ -192,6 +195,9 @@ func (c Chart) SVG() template.HTML {
 	legendX := chartW - c.legendWidth()
 	for i, s := range c.Series {
 		col := Palette[i%len(Palette)]
+		if s.Color != "" {
+			col = s.Color
+		}
 		dash := ""
 		if s.Right {
 			dash = ` stroke-dasharray="8 3"`
@@ -200,13 +206,19 @@ func (c Chart) SVG() template.HTML {
 		for _, p := range s.Points {
 			pts = append(pts, fmt.Sprintf("%.1f,%.1f", x(p[0]), y(p[1], s.Right)))
 		}
-		fmt.Fprintf(&b, `<polyline class="series" fill="none" stroke="%s" stroke-width="2.5"%s points="%s"/>`, col, dash, strings.Join(pts, " "))
+		if !s.Scatter {
+			fmt.Fprintf(&b, `<polyline class="series" fill="none" stroke="%s" stroke-width="2.5"%s points="%s"/>`, col, dash, strings.Join(pts, " "))
+		}
 		for _, p := range s.Points {
 			fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3.5" fill="%s"><title>%s: %s at %s</title></circle>`,
 				x(p[0]), y(p[1], s.Right), col, template.HTMLEscapeString(s.Name), num(p[1]), num(p[0]))
 		}
 		ly := padT + 14 + float64(i)*legendRow
-		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="%s" stroke-width="3"%s/>`, legendX, legendX+20, ly-4, ly-4, col, dash)
+		if s.Scatter {
+			fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3.5" fill="%s"/>`, legendX+10, ly-4, col)
+		} else {
+			fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="%s" stroke-width="3"%s/>`, legendX, legendX+20, ly-4, ly-4, col, dash)
+		}
 		fmt.Fprintf(&b, `<text class="legend" x="%.1f" y="%.1f" font-size="11" fill="#222">%s</text>`, legendX+26, ly, template.HTMLEscapeString(s.Name))
 	}
 	b.WriteString(`</svg>`)

@@ -21,14 +21,15 @@ func (r *Report) WriteAll(dir string) error {
 	for name, write := range map[string]func(io.Writer) error{
 		"report.csv": r.WriteCSV, "report.md": r.WriteMarkdown, "report.html": r.WriteHTML,
 	} {
-		if err := writeFile(filepath.Join(dir, name), write); err != nil {
+		if err := WriteFile(filepath.Join(dir, name), write); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
 }
 
-func writeFile(path string, write func(io.Writer) error) error {
+// WriteFile writes a file through write, reporting a failure of either.
+func WriteFile(path string, write func(io.Writer) error) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("write %s: %w", path, err)

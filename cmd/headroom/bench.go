@@ -26,8 +26,11 @@ import (
 )
 
 type benchCmd struct {
-	cmd    *kingpin.CmdClause
-	logCfg *promslog.Config
+	cmd, sweep, compare *kingpin.CmdClause
+	logCfg              *promslog.Config
+
+	compareA, compareB, compareDir string
+	labelA, labelB                 string
 
 	target                        config.Target
 	configFile                    string
@@ -77,7 +80,54 @@ func newBenchCmd(app *kingpin.Application, logCfg *promslog.Config) *benchCmd {
 	c.cmd.Flag("assume.prefill-tps", "Dry run and ETA: assumed prompt tokens per second of the server.").Default("10000").Float64Var(&c.assumedPrefill)
 	c.cmd.Flag("assume.decode-tps", "Dry run and ETA: assumed output tokens per second of one stream.").Default("60").Float64Var(&c.assumedDecode)
 	c.cmd.Flag("energy-price", "Electricity price per kWh for the report's cost per hour; 0: no cost.").Default("0.10").Float64Var(&c.energyPrice)
+	c.sweep = c.cmd.Command("run", "Run the sweep (default).").Default()
+	c.compare = c.cmd.Command("compare", "Set two reports side by side (before and after a change): compare.html.")
+	c.compare.Arg("a", "The first report: its report.json or its directory.").Required().StringVar(&c.compareA)
+	c.compare.Arg("b", "The second report: its report.json or its directory.").Required().StringVar(&c.compareB)
+	c.compare.Flag("dir", "Directory for compare.html.").Default("bench-compare").StringVar(&c.compareDir)
+	c.compare.Flag("label.a", "Name of the first report; empty: its directory's name.").StringVar(&c.labelA)
+	c.compare.Flag("label.b", "Name of the second report; empty: its directory's name.").StringVar(&c.labelB)
 	return c
+}
+
+// runCompare writes the comparison of two reports.
+func (c *benchCmd) runCompare() int {
+	load := func(path, label string) (*bench.Report, string, error) {
+		if st, err := os.Stat(path); err == nil && st.IsDir() {
+			path = filepath.Join(path, "report.json")
+		}
+		rep, err := bench.Load(path)
+		if err != nil {
+			return nil, "", err
+		}
+		rep.Derive()
+		if label == "" {
+			label = filepath.Base(filepath.Dir(path))
+		}
+		return rep, label, nil
+	}
+	var cmp bench.Comparison
+	var errA, errB error
+	cmp.A, cmp.LabelA, errA = load(c.compareA, c.labelA)
+	cmp.B, cmp.LabelB, errB = load(c.compareB, c.labelB)
+	if err := errors.Join(errA, errB); err != nil {
+		fmt.Fprintln(os.Stderr, "headroom bench compare:", err)
+		return 1
+	}
+	if cmp.LabelA == cmp.LabelB {
+		cmp.LabelA, cmp.LabelB = "A: "+cmp.LabelA, "B: "+cmp.LabelB
+	}
+	if err := os.MkdirAll(c.compareDir, 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, "headroom bench compare:", err)
+		return 1
+	}
+	path := filepath.Join(c.compareDir, "compare.html")
+	if err := bench.WriteFile(path, cmp.WriteHTML); err != nil {
+		fmt.Fprintln(os.Stderr, "headroom bench compare:", err)
+		return 1
+	}
+	fmt.Println("Comparison:", path)
+	return 0
 }
 
 func joinInts(vs []int) string {

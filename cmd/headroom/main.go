@@ -64,8 +64,10 @@ func run(args []string) int {
 		return serve.run()
 	case demo.cmd.FullCommand():
 		return demo.run()
-	case bench.cmd.FullCommand():
+	case bench.sweep.FullCommand():
 		return bench.run()
+	case bench.compare.FullCommand():
+		return bench.runCompare()
 	case rules.cmd.FullCommand():
 		return rules.run()
 	case check.FullCommand():

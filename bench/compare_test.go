@@ -1,0 +1,85 @@
+package bench
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/headroom-dev/headroom/internal/chromium"
+)
+
+func TestFrontier(t *testing.T) {
+	pts := [][2]float64{{100, 50}, {200, 40}, {150, 30}, {300, 20}, {250, 25}}
+	// Higher speed is better: (150, 30) has less throughput and speed than
+	// (200, 40); (250, 25) less than (300, 20)? no: it is slower but faster per user.
+	want := [][2]float64{{100, 50}, {200, 40}, {250, 25}, {300, 20}}
+	if got := frontier(pts, true); !slices.Equal(got, want) {
+		t.Errorf("frontier, higher better = %v, want %v", got, want)
+	}
+	// Lower TTFT is better: only points that beat every higher-throughput one.
+	ttft := [][2]float64{{100, 1}, {200, 2}, {150, 3}, {300, 4}}
+	if got, want := frontier(ttft, false), [][2]float64{{100, 1}, {200, 2}, {300, 4}}; !slices.Equal(got, want) {
+		t.Errorf("frontier, lower better = %v, want %v", got, want)
+	}
+}
+
+// slower returns a copy of rep whose server is slower: TTFT up 30%, speed down 10%.
+func slower(t *testing.T, rep *Report) *Report {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "report.json")
+	if err := rep.Save(path); err != nil {
+		t.Fatal(err)
+	}
+	b, err := Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range b.Cells {
+		for j := range b.Cells[i].Requests {
+			q := &b.Cells[i].Requests[j]
+			q.TTFT *= 1.3
+			q.Decode *= 0.9
+		}
+	}
+	b.Derive()
+	return b
+}
+
+// compare renders both runs side by side, with the Pareto charts drawn and
+// the slower run's changes marked worse.
+func TestCompareRenders(t *testing.T) {
+	a, err := Load("testdata/report.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Derive()
+	c := Comparison{A: a, B: slower(t, a), LabelA: "before", LabelB: "after"}
+	path := filepath.Join(t.TempDir(), "compare.html")
+	if err := WriteFile(path, c.WriteHTML); err != nil {
+		t.Fatal(err)
+	}
+	page, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`<td class="worse">&#43;30.0%</td>`, `<td class="worse">-10.0%</td>`, "coding-assistant"} {
+		if !strings.Contains(string(page), want) {
+			t.Errorf("comparison lacks %q", want)
+		}
+	}
+	ctx := chromium.Context(t, 1100, 900, time.Minute)
+	if err := chromedp.Run(ctx, chromedp.Navigate("file://"+path)); err != nil {
+		t.Fatal(err)
+	}
+	drawn := chartPixels(t, ctx)
+	for _, id := range []string{"pareto-speed", "pareto-ttft"} {
+		if drawn[id] < 150 {
+			t.Errorf("chart %s: %d pixels of data drawn", id, drawn[id])
+		}
+	}
+}

@@ -50,6 +50,10 @@ func (r *Report) Methodology() []Param {
 		{"Warm-up", fmt.Sprintf("%d request(s) alone before the first cell of each context and output length, discarded", p.Warmup)},
 		{"Prompts", "sized to the context with the server's own tokenizer where it has one; streamed responses with usage"},
 	}
+	if p.InputSpread > 0 || p.OutputSpread > 0 {
+		out = append(out, Param{"Lengths", fmt.Sprintf("drawn per request, log-normal around the cell's lengths: prompt spread %g, output spread %g (coefficients of variation), clamped to a quarter to twice the cell's, seed %d; prompts sized with the fit made at the cell's length",
+			p.InputSpread, p.OutputSpread, p.Seed)})
+	}
 	if p.WarmCache {
 		out = append(out, Param{"Prompt caching", "allowed: prompts of a length share their text"})
 	} else {

@@ -77,8 +77,9 @@ func (r *Runner) openLoop(ctx context.Context, p Plan, k Key) (Cell, error) {
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	start := time.Now()
+	draw := newLengths(p, k)
 	for i := range n {
-		pr := r.Prober.Prepare(ctx, sc) // before its time: prompt building is not the server's latency
+		pr := r.prepare(ctx, sc, draw) // before its time: prompt building is not the server's latency
 		timer.Reset(time.Until(start.Add(at[i])))
 		select {
 		case <-ctx.Done():

@@ -45,6 +45,11 @@ type Plan struct {
 	Rates   []float64 `json:"rates,omitempty"`
 	Arrival string    `json:"arrival,omitempty"`
 	Seed    uint64    `json:"seed,omitempty"`
+	// InputSpread and OutputSpread draw each request's prompt and output
+	// lengths around the cell's, with this coefficient of variation (0: every
+	// request at the cell's lengths), seeded by Seed.
+	InputSpread  float64 `json:"input_spread,omitempty"`
+	OutputSpread float64 `json:"output_spread,omitempty"`
 	// Repeat measures every cell this many times (0 or 1: once); the report
 	// pools the runs and gives each figure and limit a 95% confidence interval.
 	Repeat int `json:"repeat,omitempty"`
@@ -151,6 +156,9 @@ func (p Plan) Validate() error {
 	}
 	if len(p.Rates) > 0 && p.Arrival != Constant && p.Arrival != Poisson {
 		errs = append(errs, fmt.Errorf("arrival: %q; want %s or %s", p.Arrival, Constant, Poisson))
+	}
+	if p.InputSpread < 0 || p.OutputSpread < 0 || p.InputSpread > 2 || p.OutputSpread > 2 {
+		errs = append(errs, fmt.Errorf("length spread: %g and %g; want coefficients of variation from 0 to 2", p.InputSpread, p.OutputSpread))
 	}
 	if p.Repeat < 0 {
 		errs = append(errs, fmt.Errorf("repeat: %d is negative", p.Repeat))

@@ -167,6 +167,19 @@ func (r *Runner) scenario(p Plan, k Key) probe.Scenario {
 		Cold: !p.WarmCache, Timeout: time.Duration(float64(timeout) / r.scale)}
 }
 
+// prepare builds a request of the cell's lengths, or of lengths drawn around
+// them, sized by the server's tokenizer at its own length as every probe is;
+// its timeout grows with its lengths.
+func (r *Runner) prepare(ctx context.Context, sc probe.Scenario, draw *lengths) *probe.Prepared {
+	if draw == nil {
+		return r.Prober.Prepare(ctx, sc)
+	}
+	in, out := draw.draw()
+	grow := max(1, float64(in)/float64(sc.InputTokens), float64(out)/float64(sc.OutputTokens))
+	sc.InputTokens, sc.OutputTokens, sc.Timeout = in, out, time.Duration(float64(sc.Timeout)*grow)
+	return r.Prober.Prepare(ctx, sc)
+}
+
 // reading is the server's and the GPUs' counters at one moment.
 type reading struct {
 	load   engine.Load
@@ -214,11 +227,12 @@ func (r *Runner) measure(ctx context.Context, p Plan, k Key) (Cell, error) {
 	// the first round (by whole seconds on a time-scaled simulator).
 	go1 := make(chan struct{})
 	ready.Add(k.Concurrency)
+	draw := newLengths(p, k)
 	next := func() *probe.Prepared {
 		if total > 0 && taken.Add(1) > total {
 			return nil
 		}
-		return r.Prober.Prepare(ctx, sc)
+		return r.prepare(ctx, sc, draw)
 	}
 	for range k.Concurrency {
 		wg.Go(func() {

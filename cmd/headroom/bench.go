@@ -39,6 +39,7 @@ type benchCmd struct {
 	seed                          uint64
 	output, requests, warmup      int
 	repeat                        int
+	inSpread, outSpread           float64
 	cellDuration, burstTTFT       time.Duration
 	search                        bool
 	searchMax                     int
@@ -70,7 +71,9 @@ func newBenchCmd(app *kingpin.Application, logCfg *promslog.Config) *benchCmd {
 	c.cmd.Flag("burst.ttft-max", "Mean TTFT limit of the max safe queue depth.").Default("3s").DurationVar(&c.burstTTFT)
 	c.cmd.Flag("rate", "Comma-separated request rates (per second): open-loop cells at every context, requests sent at the rate whatever the server's state.").StringVar(&c.rates)
 	c.cmd.Flag("arrival", "Spacing of the open-loop requests: constant, or poisson (independent users).").Default("poisson").EnumVar(&c.arrival, bench.Constant, bench.Poisson)
-	c.cmd.Flag("seed", "Seed of the Poisson arrivals: the same seed sends the same pattern.").Default("1").Uint64Var(&c.seed)
+	c.cmd.Flag("seed", "Seed of the Poisson arrivals and drawn lengths: the same seed sends the same pattern.").Default("1").Uint64Var(&c.seed)
+	c.cmd.Flag("input.spread", "Draw each prompt's length around the cell's with this coefficient of variation (log-normal, seeded by --seed); 0: every prompt at the cell's length.").Default("0").Float64Var(&c.inSpread)
+	c.cmd.Flag("output.spread", "Draw each request's output length the same way.").Default("0").Float64Var(&c.outSpread)
 	c.cmd.Flag("repeat", "Measure every cell this many times; the report gives each figure and limit a 95% confidence interval.").Default("1").IntVar(&c.repeat)
 	c.cmd.Flag("search", "Narrow each use case's limit with extra cells (exponential, then bisection).").BoolVar(&c.search)
 	c.cmd.Flag("search.max", "Highest concurrency the search tries.").Default("256").IntVar(&c.searchMax)
@@ -181,7 +184,7 @@ func (c *benchCmd) plan() (bench.Plan, *config.Config, error) {
 		return bench.Plan{}, nil, err
 	}
 	p := bench.Plan{Output: c.output, RequestsPerCell: c.requests, CellDuration: c.cellDuration.Seconds(), Warmup: c.warmup, WarmCache: c.warm,
-		BurstTTFTMax: c.burstTTFT.Seconds(), Search: c.search, SearchMax: c.searchMax, Arrival: c.arrival, Seed: c.seed, Repeat: c.repeat, UseCases: bench.UseCases(cfg, c.output)}
+		BurstTTFTMax: c.burstTTFT.Seconds(), Search: c.search, SearchMax: c.searchMax, Arrival: c.arrival, Seed: c.seed, Repeat: c.repeat, InputSpread: c.inSpread, OutputSpread: c.outSpread, UseCases: bench.UseCases(cfg, c.output)}
 	var errs []error
 	if p.Contexts, err = parseInts("contexts", c.contexts); err != nil {
 		errs = append(errs, err)

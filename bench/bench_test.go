@@ -53,8 +53,7 @@ func simHandler(t testing.TB, profile string, scale float64) http.Handler {
 }
 
 func newRunner(url string) *Runner {
-	client := probe.NewClient(false)
-	client.Transport.(*http.Transport).MaxIdleConnsPerHost = 512
+	client := NewClient(512)
 	return &Runner{
 		Prober: probe.NewProber(probe.Endpoint{BaseURL: url, Client: client}, "chat", "", "auto"),
 		Scrape: func(ctx context.Context) (engine.Load, error) {

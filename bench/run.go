@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,6 +32,17 @@ type Runner struct {
 
 	scale  float64
 	warmed map[[2]int]bool
+}
+
+// NewClient is the probe client for a sweep of up to streams requests in
+// flight: every one of them keeps its connection between requests. The
+// transport's default pool of 100 idle connections would close the rest as
+// a round of requests ends together, and the next round would dial anew.
+func NewClient(streams int) *http.Client {
+	c := probe.NewClient(false)
+	tr := c.Transport.(*http.Transport)
+	tr.MaxIdleConnsPerHost, tr.MaxIdleConns = max(tr.MaxIdleConnsPerHost, streams), max(tr.MaxIdleConns, streams)
+	return c
 }
 
 // ErrOtherServer refuses to resume a report measured elsewhere.

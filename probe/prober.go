@@ -31,6 +31,7 @@ type Prober struct {
 	model   string
 	counter *httpCounter
 	sizers  map[string]*Sizer
+	bodies  map[bodyKey]bodyTemplate
 	// template is the chat template's tokens where counter does not see it.
 	template   int
 	templateOK bool
@@ -38,7 +39,7 @@ type Prober struct {
 
 // NewProber returns a prober; model "" means the first model the server lists.
 func NewProber(ep Endpoint, api, model, engine string) *Prober {
-	return &Prober{ep: ep, api: api, model: model, engine: engine, sizers: map[string]*Sizer{}}
+	return &Prober{ep: ep, api: api, model: model, engine: engine, sizers: map[string]*Sizer{}, bodies: map[bodyKey]bodyTemplate{}}
 }
 
 // Model is the model being probed, "" until resolved.
@@ -185,20 +186,12 @@ func (p *Prober) Prepare(ctx context.Context, sc Scenario) *Prepared {
 	p.mu.Lock()
 	engine, model, counter := p.engine, p.model, p.counter
 	p.mu.Unlock()
-	extra := map[string]any{}
 	if sc.Cold {
 		nonce = Nonce()
-		switch engine {
-		case "vllm":
-			extra["cache_salt"] = nonce
-		case "llamacpp":
-			extra["cache_prompt"] = false
-		}
 	}
-	q := Request{API: p.api, Model: model, Prompt: PromptText(nonce, words), MaxTokens: sc.OutputTokens, Extra: extra}
-	body, err := q.Body(true)
+	body, err := p.body(bodyKey{api: p.api, model: model, engine: engine, words: words, maxTokens: sc.OutputTokens, cold: sc.Cold}, nonce)
 	if err != nil {
-		return &Prepared{err: fail(Result{}, StreamError, fmt.Errorf("encode request: %w", err))}
+		return &Prepared{err: fail(Result{}, StreamError, err)}
 	}
 	return &Prepared{sc: sc, api: p.api, body: body, words: words, sizer: s, counter: counter}
 }

@@ -237,7 +237,12 @@ func send(ctx context.Context, ep Endpoint, api string, body []byte, maxTokens i
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
 		return fail(res, HTTPError, fmt.Errorf("post %s: HTTP %d: %s", url, resp.StatusCode, bytes.TrimSpace(msg)))
 	}
-	return readStream(ctx, resp.Body, res, maxTokens)
+	res = readStream(ctx, resp.Body, res, maxTokens)
+	// The stream's end (the last chunk of the chunked encoding) may follow
+	// [DONE]: read it, or the transport closes the connection instead of
+	// reusing it and the next probe pays a new one.
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
+	return res
 }
 
 func setupOnce(res *Result, i httptrace.GotConnInfo, start time.Time) {
@@ -258,7 +263,7 @@ type events struct {
 
 func newEvents(body io.Reader) *events {
 	sc := bufio.NewScanner(body)
-	sc.Buffer(make([]byte, 0, 64<<10), maxLine)
+	sc.Buffer(make([]byte, 0, 4<<10), maxLine) // grows for long lines; most are short
 	return &events{sc: sc}
 }
 
@@ -309,6 +314,23 @@ func readStream(ctx context.Context, body io.Reader, res Result, maxTokens int) 
 	ev := newEvents(body)
 	var first, last time.Time
 	var text strings.Builder
+	var known shape // the server's token chunk, once one is decoded
+	// add takes a chunk's content: a token, timed when its event completed.
+	add := func(content []byte, now time.Time) {
+		if len(content) == 0 {
+			return
+		}
+		if first.IsZero() {
+			first = now
+		} else if gap := now.Sub(last); gap > res.MaxGap {
+			res.MaxGap = gap
+		}
+		last = now
+		res.Chunks++
+		if text.Len() < maxLine {
+			text.Write(content)
+		}
+	}
 	done := false
 	for {
 		data, now, ok := ev.next()
@@ -320,9 +342,16 @@ func readStream(ctx context.Context, body io.Reader, res Result, maxTokens int) 
 			done = true
 			break
 		}
+		if content, ok := known.content(data); ok {
+			add(content, now)
+			continue
+		}
 		var c streamChunk
 		if err := json.Unmarshal(data, &c); err != nil {
 			return fail(res, StreamError, fmt.Errorf("decode chunk %d: %w", res.Chunks+1, err))
+		}
+		if known.prefix == nil {
+			known, _ = learn(data, &c)
 		}
 		if len(c.Error) > 0 && string(c.Error) != "null" || c.Object == "error" {
 			return fail(res, StreamError, fmt.Errorf("server error in stream: %.256s%.256s", bytes.TrimSpace(c.Error), c.Message))
@@ -333,19 +362,7 @@ func readStream(ctx context.Context, body io.Reader, res Result, maxTokens int) 
 			res.TokensFromUsage = true
 		}
 		for _, ch := range c.Choices {
-			content := ch.Text + ch.Delta.Content + ch.Delta.ReasoningContent + ch.Delta.Reasoning
-			if content != "" {
-				if first.IsZero() {
-					first = now
-				} else if gap := now.Sub(last); gap > res.MaxGap {
-					res.MaxGap = gap
-				}
-				last = now
-				res.Chunks++
-				if text.Len() < maxLine {
-					text.WriteString(content)
-				}
-			}
+			add([]byte(ch.Text+ch.Delta.Content+ch.Delta.ReasoningContent+ch.Delta.Reasoning), now)
 			if ch.FinishReason != nil && *ch.FinishReason != "" {
 				res.FinishReason = *ch.FinishReason
 			}

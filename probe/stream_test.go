@@ -3,6 +3,7 @@ package probe
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"math"
 	"net"
@@ -332,3 +333,41 @@ func TestRunRedactsEndpointSecrets(t *testing.T) {
 type roundTripper func(*http.Request) (*http.Response, error)
 
 func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// A chunk read by the shape of one the decoder read is read as the decoder
+// reads it: the same content, and no finish reason, usage or error.
+func FuzzShape(f *testing.F) {
+	for _, s := range [][2]string{{chat("token"), chat("other")}, {chat("a"), chat(`b\"c`)}, {chat("a"), stopChunk}, {roleChunk, chat("x")},
+		{`{"choices":[{"delta":{"content":"x"}}],"m":{"content":"x"}}`, `{"choices":[{"delta":{"content":"y"}}],"m":{"content":"x"}}`},
+		{`{"choices":[{"delta":{"content":"\u0078"}}],"m":{"content":"x"}}`, `{"choices":[{"delta":{"content":"\u0078"}}],"m":{"content":"y"}}`}} {
+		f.Add([]byte(s[0]), []byte(s[1]))
+	}
+	f.Fuzz(func(t *testing.T, first, next []byte) {
+		var c streamChunk
+		if json.Unmarshal(first, &c) != nil {
+			return
+		}
+		s, ok := learn(first, &c)
+		if !ok {
+			return
+		}
+		content, ok := s.content(next)
+		if !ok {
+			return
+		}
+		var d streamChunk
+		if err := json.Unmarshal(next, &d); err != nil {
+			t.Fatalf("shape of %q took %q, which does not decode: %v", first, next, err)
+		}
+		got := ""
+		for _, ch := range d.Choices {
+			got += ch.Text + ch.Delta.Content + ch.Delta.ReasoningContent + ch.Delta.Reasoning
+			if ch.FinishReason != nil && *ch.FinishReason != "" {
+				t.Fatalf("shape took %q, which has finish reason %q", next, *ch.FinishReason)
+			}
+		}
+		if got != string(content) || d.Usage != nil || len(d.Error) > 0 && string(d.Error) != "null" || d.Object == "error" {
+			t.Fatalf("shape of %q read %q from %q; the decoder reads %q, usage %v, error %s, object %q", first, content, next, got, d.Usage, d.Error, d.Object)
+		}
+	})
+}

@@ -252,8 +252,7 @@ func (c *benchCmd) run() int {
 		fmt.Fprintln(os.Stderr, "headroom bench:", err)
 		return 1
 	}
-	client := probe.NewClient(false)
-	client.Transport.(*http.Transport).MaxIdleConnsPerHost = max(maxInt(plan.Concurrency), maxInt(plan.Burst), plan.SearchMax)
+	client := bench.NewClient(max(maxInt(plan.Concurrency), maxInt(plan.Burst), plan.SearchMax))
 	engineName := c.target.Engine
 	if engineName == "none" {
 		engineName = "auto"

@@ -99,7 +99,7 @@ func (r *Runner) openLoop(ctx context.Context, p Plan, k Key) (Cell, error) {
 	if ctx.Err() != nil {
 		return Cell{}, ctx.Err()
 	}
-	c := r.cellOf(k, start, results, before, r.read(ctx))
+	c := r.cellOf(k, start, time.Now(), results, before, r.read(ctx))
 	c.Rate = rateStats(k.Rate, sent, results, r.scale)
 	return c, nil
 }

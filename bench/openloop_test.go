@@ -98,3 +98,30 @@ func TestOpenLoopHoldsRate(t *testing.T) {
 		})
 	}
 }
+
+// A cell lasts until its last request returned, failed or not: its duration
+// (and the throughput and power over it) counts a slow failure.
+func TestFailuresCountInDuration(t *testing.T) {
+	var completions atomic.Int64
+	sim := simHandler(t, "tiny", 1)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/completions") && completions.Add(1)%2 == 0 {
+			time.Sleep(400 * time.Millisecond)
+			http.Error(w, `{"error":{"message":"overloaded"}}`, http.StatusServiceUnavailable)
+			return
+		}
+		sim.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	rep := newReport(Plan{Contexts: []int{256}, Concurrency: []int{2}, Output: 8, RequestsPerCell: 4})
+	if err := newRunner(ts.URL).Run(t.Context(), rep); err != nil {
+		t.Fatal(err)
+	}
+	c := rep.Cells[0]
+	if c.Failures["http_error"] == 0 {
+		t.Fatalf("failures %v, want the server's 503s", c.Failures)
+	}
+	if c.Duration < 0.4 {
+		t.Errorf("cell duration %.3f s, shorter than the 0.4 s failures it waited for", c.Duration)
+	}
+}

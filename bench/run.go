@@ -273,12 +273,13 @@ func (r *Runner) measure(ctx context.Context, p Plan, k Key) (Cell, error) {
 	if ctx.Err() != nil {
 		return Cell{}, ctx.Err()
 	}
-	after := r.read(ctx)
-	return r.cellOf(k, start, results, before, after), nil
+	return r.cellOf(k, start, time.Now(), results, before, r.read(ctx)), nil
 }
 
 // cellOf turns a cell's probe results into its record, wall time into virtual.
-func (r *Runner) cellOf(k Key, start time.Time, results []probe.Result, before, after reading) Cell {
+// finished is when the last request returned: with failures, the cell lasted
+// until then, whatever the last success's end.
+func (r *Runner) cellOf(k Key, start, finished time.Time, results []probe.Result, before, after reading) Cell {
 	s := r.scale
 	c := Cell{Key: k, Failures: map[string]int{}, Errors: map[string]string{}}
 	end := start
@@ -301,6 +302,8 @@ func (r *Runner) cellOf(k Key, start time.Time, results []probe.Result, before, 
 	}
 	if len(c.Failures) == 0 {
 		c.Failures, c.Errors = nil, nil
+	} else if finished.After(end) {
+		end = finished
 	}
 	c.Duration = end.Sub(start).Seconds() * s
 	// The engine's histograms and the GPUs' energy are already in its own

@@ -10,6 +10,23 @@ import (
 	"time"
 )
 
+// startSimEvery serves the tiny simulator, handing every nth completion
+// request to odd first; odd reports whether it answered the request itself.
+// The count is of completions so far.
+func startSimEvery(t *testing.T, n int64, odd func(http.ResponseWriter) bool) (*httptest.Server, *atomic.Int64) {
+	t.Helper()
+	var completions atomic.Int64
+	sim := simHandler(t, "tiny", 1)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/completions") && completions.Add(1)%n == 0 && odd(w) {
+			return
+		}
+		sim.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	return ts, &completions
+}
+
 func TestArrivals(t *testing.T) {
 	k := Key{Mode: "rate", Context: 1024, Output: 128, Rate: 4}
 	even := arrivals(Constant, 4, 5, 1, k)
@@ -38,15 +55,10 @@ func TestArrivals(t *testing.T) {
 // follow from the latencies, and the goodput of a 100 ms TTFT threshold is
 // the share of requests the server did not delay.
 func TestOpenLoopHoldsRate(t *testing.T) {
-	var completions atomic.Int64
-	sim := simHandler(t, "tiny", 1)
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasSuffix(r.URL.Path, "/completions") && completions.Add(1)%4 == 0 {
-			time.Sleep(200 * time.Millisecond)
-		}
-		sim.ServeHTTP(w, r)
-	}))
-	t.Cleanup(ts.Close)
+	ts, completions := startSimEvery(t, 4, func(http.ResponseWriter) bool {
+		time.Sleep(200 * time.Millisecond)
+		return false
+	})
 	for _, arrival := range []string{Constant, Poisson} {
 		t.Run(arrival, func(t *testing.T) {
 			completions.Store(0)
@@ -102,17 +114,11 @@ func TestOpenLoopHoldsRate(t *testing.T) {
 // A cell lasts until its last request returned, failed or not: its duration
 // (and the throughput and power over it) counts a slow failure.
 func TestFailuresCountInDuration(t *testing.T) {
-	var completions atomic.Int64
-	sim := simHandler(t, "tiny", 1)
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if strings.HasSuffix(r.URL.Path, "/completions") && completions.Add(1)%2 == 0 {
-			time.Sleep(400 * time.Millisecond)
-			http.Error(w, `{"error":{"message":"overloaded"}}`, http.StatusServiceUnavailable)
-			return
-		}
-		sim.ServeHTTP(w, r)
-	}))
-	t.Cleanup(ts.Close)
+	ts, _ := startSimEvery(t, 2, func(w http.ResponseWriter) bool {
+		time.Sleep(400 * time.Millisecond)
+		http.Error(w, `{"error":{"message":"overloaded"}}`, http.StatusServiceUnavailable)
+		return true
+	})
 	rep := newReport(Plan{Contexts: []int{256}, Concurrency: []int{2}, Output: 8, RequestsPerCell: 4})
 	if err := newRunner(ts.URL).Run(t.Context(), rep); err != nil {
 		t.Fatal(err)

@@ -5,7 +5,6 @@
 package probe
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"crypto/tls"
@@ -249,65 +248,6 @@ func setupOnce(res *Result, i httptrace.GotConnInfo, start time.Time) {
 	if !i.Reused && !start.IsZero() {
 		res.Setup = time.Since(start)
 	}
-}
-
-// events reads a server-sent event stream as the SSE specification does: an
-// event's data is its data: lines joined by newlines, and it ends at a
-// blank line (or the end of the stream). Comments and other fields are
-// skipped.
-type events struct {
-	sc   *bufio.Scanner
-	data []byte
-	eof  bool
-}
-
-func newEvents(body io.Reader) *events {
-	sc := bufio.NewScanner(body)
-	sc.Buffer(make([]byte, 0, 4<<10), maxLine) // grows for long lines; most are short
-	return &events{sc: sc}
-}
-
-// next returns the next event's data and when it was complete; ok is false
-// at the end of the stream.
-func (e *events) next() (data []byte, at time.Time, ok bool) {
-	e.data = e.data[:0]
-	has := false
-	for !e.eof {
-		if !e.sc.Scan() {
-			e.eof = true
-			break
-		}
-		line := e.sc.Bytes()
-		if len(line) == 0 {
-			if has {
-				return e.data, time.Now(), true
-			}
-			continue
-		}
-		field, value, _ := bytes.Cut(line, []byte(":"))
-		if string(field) != "data" {
-			continue // comments (":..."), event:, id:, retry:
-		}
-		value = bytes.TrimPrefix(value, []byte(" "))
-		if has {
-			e.data = append(e.data, '\n')
-		}
-		e.data, has = append(e.data, value...), true
-		if len(e.data) > maxLine {
-			return nil, time.Time{}, false
-		}
-	}
-	if has {
-		return e.data, time.Now(), true
-	}
-	return nil, time.Time{}, false
-}
-
-func (e *events) err() error {
-	if len(e.data) > maxLine {
-		return fmt.Errorf("event longer than %d bytes", maxLine)
-	}
-	return e.sc.Err()
 }
 
 func readStream(ctx context.Context, body io.Reader, res Result, maxTokens int) Result {

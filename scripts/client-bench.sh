@@ -8,6 +8,7 @@
 #
 #   scripts/client-bench.sh            # 256 and 1024 streams, 3 runs each
 #   STREAMS="256" REPS=1 scripts/client-bench.sh
+#   HEY=~/go/bin/hey scripts/client-bench.sh   # another hey: one built with this Go
 #
 # Each run sends 3 requests per stream. hey's TTFT is its "response delay":
 # request written to first byte, which this server sends with the first
@@ -17,9 +18,10 @@ cd "$(dirname "$0")/.."
 STREAMS=${STREAMS:-"256 1024"}
 REPS=${REPS:-3}
 PORT=${PORT:-18200}
+HEY=${HEY:-hey}
 work=$(mktemp -d)
 trap 'kill $server 2>/dev/null || true; rm -rf "$work"' EXIT
-command -v hey >/dev/null || { echo "client-bench: hey not found (apt-get install -y hey)" >&2; exit 1; }
+command -v "$HEY" >/dev/null || { echo "client-bench: $HEY not found (apt-get install -y hey)" >&2; exit 1; }
 
 go build -o "$work/headroom" ./cmd/headroom
 go build -o "$work/streamserver" ./scripts/streamserver
@@ -61,7 +63,7 @@ print(1000 * sum(t) / len(t), 1000 * t[len(t) * 99 // 100], len(t))
 EOF
     ;;
   hey)
-    /usr/bin/time -f "%U %S" -o "$work/cpu" hey -n "$reqs" -c "$n" -t 60 -m POST -T application/json -D "$work/body.json" \
+    /usr/bin/time -f "%U %S" -o "$work/cpu" "$HEY" -n "$reqs" -c "$n" -t 60 -m POST -T application/json -D "$work/body.json" \
       -o csv "$url/v1/chat/completions" > "$work/hey.csv"
     python3 - "$work/hey.csv" <<'EOF' > "$work/client"
 import csv, sys

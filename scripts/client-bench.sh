@@ -4,9 +4,10 @@
 # 100 ms after arrival, then 128 tokens at 20 ms). For each client and number
 # of concurrent streams it prints the TTFT overhead over the server's own
 # first flush (client TTFT less server first-flush time; mean and p99) and
-# the client's CPU time per 1,000 streamed chunks, the median of REPS runs.
+# the client's CPU time per 1,000 streamed chunks: the median of REPS runs,
+# the runs' CPU figures in brackets.
 #
-#   scripts/client-bench.sh            # 256 and 1024 streams, 3 runs each
+#   scripts/client-bench.sh            # 256 and 1024 streams, 5 runs each
 #   STREAMS="256" REPS=1 scripts/client-bench.sh
 #   HEY=~/go/bin/hey scripts/client-bench.sh   # another hey: one built with this Go
 #
@@ -16,7 +17,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 STREAMS=${STREAMS:-"256 1024"}
-REPS=${REPS:-3}
+REPS=${REPS:-5}
 PORT=${PORT:-18200}
 HEY=${HEY:-hey}
 work=$(mktemp -d)
@@ -87,15 +88,18 @@ print(f"{mean - fmean:.1f} {p99 - fp99:.1f} {1000 * cpu / (chunks / 1000):.1f} {
 
 median() { sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
 
-printf "%-8s %-8s %-28s %-26s %s\n" streams client "TTFT overhead mean/p99 (ms)" "client CPU per 1k chunks" "requests"
+printf "%-8s %-8s %-28s %-26s %s\n" streams client "TTFT overhead mean/p99 (ms)" "client CPU per 1k chunks (runs)" "requests"
 for n in $STREAMS; do
+  : > "$work/runs.headroom"; : > "$work/runs.hey"
+  # Interleaved, so that a machine slowing down or speeding up weighs on both.
+  for _ in $(seq "$REPS"); do
+    for client in headroom hey; do run "$client" "$n" >> "$work/runs.$client"; done
+  done
   for client in headroom hey; do
-    : > "$work/runs"
-    for _ in $(seq "$REPS"); do run "$client" "$n" >> "$work/runs"; done
-    mean=$(cut -d' ' -f1 "$work/runs" | median)
-    p99=$(cut -d' ' -f2 "$work/runs" | median)
-    cpu=$(cut -d' ' -f3 "$work/runs" | median)
-    reqs=$(cut -d' ' -f4 "$work/runs" | median)
-    printf "%-8s %-8s %-28s %-26s %s\n" "$n" "$client" "$mean / $p99" "$cpu ms" "$reqs"
+    mean=$(cut -d' ' -f1 "$work/runs.$client" | median)
+    p99=$(cut -d' ' -f2 "$work/runs.$client" | median)
+    cpu=$(cut -d' ' -f3 "$work/runs.$client" | median)
+    reqs=$(cut -d' ' -f4 "$work/runs.$client" | median)
+    printf "%-8s %-8s %-28s %-26s %s\n" "$n" "$client" "$mean / $p99" "$cpu ms ($(cut -d' ' -f3 "$work/runs.$client" | sort -n | paste -sd' '))" "$reqs"
   done
 done

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 )
@@ -159,6 +160,15 @@ type Column struct {
 	Value             func(*Cell) (float64, bool)
 	Metric            string
 	Scale             float64
+}
+
+// ci is the half-width of the figure's 95% interval in its unit, 0 when the
+// cell pools no repeated runs.
+func (col Column) ci(c *Cell) float64 {
+	if ci, ok := c.CI[col.Metric]; ok && !math.IsNaN(ci) {
+		return ci * col.Scale
+	}
+	return 0
 }
 
 // Text prints the column's figure for a cell, with its 95% interval when the

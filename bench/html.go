@@ -47,6 +47,7 @@ func (r *Report) chartOf(col Column, mode string) Chart {
 		for _, c := range r.ladder(mode, ctx, r.Plan.Output) {
 			if v, ok := col.Value(c); ok {
 				s.Points = append(s.Points, [2]float64{c.X(), v})
+				s.Err = append(s.Err, col.ci(c))
 			}
 		}
 		if len(s.Points) > 0 {

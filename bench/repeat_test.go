@@ -63,4 +63,8 @@ func TestRepeatGivesIntervals(t *testing.T) {
 	if n := strings.Count(html.String(), " ± "); n < 4*6 {
 		t.Errorf("%d figures with an interval in the HTML, want every mean of the 4 cells (6 each) and more", n)
 	}
+	// The charts draw the intervals as bars.
+	if n := strings.Count(html.String(), `class="ci"`); n < 4 {
+		t.Errorf("%d interval bars in the charts, want one per point at least on the TTFT chart", n)
+	}
 }

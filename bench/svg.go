@@ -12,9 +12,11 @@ var Palette = []string{"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#
 
 // Series is one line of a chart. Right puts it on the chart's second y axis;
 // Scatter draws its points without the line; Color overrides the palette's.
+// Err, when set, is each point's 95% interval half-width, drawn as a bar.
 type Series struct {
 	Name    string
 	Points  [][2]float64
+	Err     []float64
 	Right   bool
 	Scatter bool
 	Color   string
@@ -132,9 +134,13 @@ func (c Chart) SVG() template.HTML {
 	}
 	for _, s := range c.Series {
 		right += side(s.Right)
-		for _, p := range s.Points {
+		for i, p := range s.Points {
 			xs = append(xs, p[0])
-			yMax[side(s.Right)] = math.Max(yMax[side(s.Right)], p[1])
+			top := p[1]
+			if i < len(s.Err) && s.Err[i] > 0 {
+				top += s.Err[i]
+			}
+			yMax[side(s.Right)] = math.Max(yMax[side(s.Right)], top)
 		}
 	}
 	for _, r := range c.HRules {
@@ -209,9 +215,16 @@ func (c Chart) SVG() template.HTML {
 		if !s.Scatter {
 			fmt.Fprintf(&b, `<polyline class="series" fill="none" stroke="%s" stroke-width="2.5"%s points="%s"/>`, col, dash, strings.Join(pts, " "))
 		}
-		for _, p := range s.Points {
-			fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3.5" fill="%s"><title>%s: %s at %s</title></circle>`,
-				x(p[0]), y(p[1], s.Right), col, template.HTMLEscapeString(s.Name), num(p[1]), num(p[0]))
+		for i, p := range s.Points {
+			title := fmt.Sprintf("%s: %s at %s", s.Name, num(p[1]), num(p[0]))
+			if i < len(s.Err) && s.Err[i] > 0 {
+				e := s.Err[i]
+				fmt.Fprintf(&b, `<line class="ci" x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="%s" stroke-width="1.5"/>`,
+					x(p[0]), x(p[0]), y(math.Max(0, p[1]-e), s.Right), y(p[1]+e, s.Right), col)
+				title += fmt.Sprintf(" ± %s (95%%)", num(e))
+			}
+			fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3.5" fill="%s"><title>%s</title></circle>`,
+				x(p[0]), y(p[1], s.Right), col, template.HTMLEscapeString(title))
 		}
 		ly := padT + 14 + float64(i)*legendRow
 		if s.Scatter {

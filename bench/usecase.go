@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 )
@@ -228,6 +229,11 @@ func (r *Report) useCaseCharts(u UseCase, l Limit, cells []*Cell) []Chart {
 		s := Series{Name: u.Statistic + " " + g.name + " (" + g.unit + ")", Right: right}
 		for _, c := range cells {
 			s.Points = append(s.Points, [2]float64{float64(c.Concurrency), g.scale * c.Stats[g.metric].Get(u.Statistic)})
+			if ci, ok := c.CI[g.metric]; ok && u.Statistic == "mean" && !math.IsNaN(ci) {
+				s.Err = append(s.Err, g.scale*ci)
+			} else {
+				s.Err = append(s.Err, 0)
+			}
 		}
 		return s
 	}

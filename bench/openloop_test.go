@@ -4,6 +4,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -67,9 +68,18 @@ func TestOpenLoopHoldsRate(t *testing.T) {
 			if err := newRunner(ts.URL).Run(t.Context(), rep); err != nil {
 				t.Fatal(err)
 			}
+			// Through report.json and back, as a resumed sweep or a comparison reads it.
+			path := filepath.Join(t.TempDir(), "report.json")
+			if err := rep.Save(path); err != nil {
+				t.Fatal(err)
+			}
+			rep, err := Load(path)
+			if err != nil {
+				t.Fatal(err)
+			}
 			c, ok := rep.Cell(Key{Mode: "rate", Context: 256, Output: 16, Rate: 20})
 			if !ok || c.Rate == nil {
-				t.Fatalf("no open-loop cell in %v", rep.Cells)
+				t.Fatalf("no open-loop cell at 20/s in %+v", rep.Cells)
 			}
 			// Poisson's own schedule is the target: its sample rate over 100
 			// arrivals is not exactly the asked rate.

@@ -75,7 +75,7 @@ type Cell struct {
 	SuccessRate    float64    `json:"success_rate"`
 	Watts          *float64   `json:"power_w,omitempty"`
 	JoulesPerToken *float64   `json:"energy_j_per_token,omitempty"`
-	Rate           *RateStats `json:"rate,omitempty"` // open-loop cells only
+	Rate           *RateStats `json:"open_loop,omitempty"` // open-loop cells only
 	// Goodput is, per use case at the cell's lengths, the share of its
 	// requests that met every threshold of the use case.
 	Goodput map[string]float64 `json:"goodput,omitempty"`
@@ -94,7 +94,7 @@ type Key struct {
 	Output      int    `json:"output"`
 	Concurrency int    `json:"concurrency"`
 	// Rate is an open-loop cell's requests per second (Mode "rate"; Concurrency 0).
-	Rate float64 `json:"rate,omitempty"`
+	Rate float64 `json:"rate_rps,omitempty"`
 	// Run numbers the repetitions of a cell (Plan.Repeat), from 0.
 	Run int `json:"run,omitempty"`
 }

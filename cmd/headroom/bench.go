@@ -227,13 +227,13 @@ func (c *benchCmd) run() int {
 	if c.target.MetricsURL == "" {
 		c.target.MetricsURL = strings.TrimRight(c.target.URL, "/") + "/metrics"
 	}
-	key, err := c.target.APIKey()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "headroom bench:", err)
-		return 2
-	}
-	if c.dryRun {
-		bench.DryRun(os.Stdout, plan, assumed, c.timeScale(logger, key), func(k bench.Key) bool {
+	key, keyErr := c.target.APIKey()
+	if c.dryRun { // sends nothing: without its key, it reads no time scale either
+		scale := 1.0
+		if keyErr == nil {
+			scale = c.timeScale(logger, key)
+		}
+		bench.DryRun(os.Stdout, plan, assumed, scale, func(k bench.Key) bool {
 			if prev == nil {
 				return false
 			}
@@ -241,6 +241,10 @@ func (c *benchCmd) run() int {
 			return ok
 		})
 		return 0
+	}
+	if keyErr != nil {
+		fmt.Fprintln(os.Stderr, "headroom bench:", keyErr)
+		return 2
 	}
 	c.target.Name = "bench"
 	rep, err := c.report(prev, plan)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
-	"math"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -28,6 +27,21 @@ type RateStats struct {
 	Achieved     float64 `json:"achieved_rps"` // requests sent over the time between the first and last send
 	InFlightMean float64 `json:"in_flight_mean"`
 	InFlightMax  int     `json:"in_flight_max"`
+	// Held counts the sends that waited for a slot under the plan's cap on
+	// requests in flight: the rate asked was not held.
+	Held int `json:"held,omitempty"`
+}
+
+// DefaultMaxInFlight caps an open-loop cell's requests in flight unless the
+// plan says otherwise: a rate the server cannot keep up with would otherwise
+// open connections until the client runs out of them.
+const DefaultMaxInFlight = 1024
+
+func (p Plan) maxInFlight() int {
+	if p.MaxInFlight > 0 {
+		return p.MaxInFlight
+	}
+	return DefaultMaxInFlight
 }
 
 // DefaultRateSeconds is how long (in the server's time) an open-loop cell
@@ -62,9 +76,10 @@ func (r *Runner) openLoop(ctx context.Context, p Plan, k Key) (Cell, error) {
 	sc := r.scenario(p, k)
 	before := r.read(ctx)
 	n := p.Requests(k)
-	if p.CellDuration > 0 {
-		n = int(math.Ceil(p.CellDuration * k.Rate))
-	}
+	// An overloaded server would otherwise take requests without bound:
+	// past the cap a send waits for a slot, late, and says so.
+	slots := make(chan struct{}, p.maxInFlight())
+	held := 0
 	// The schedule is in the server's time; a time-scaled simulator runs it
 	// scale times faster.
 	at := arrivals(p.Arrival, k.Rate*r.scale, n, p.Seed, k)
@@ -87,8 +102,20 @@ func (r *Runner) openLoop(ctx context.Context, p Plan, k Key) (Cell, error) {
 			return Cell{}, ctx.Err()
 		case <-timer.C:
 		}
+		select {
+		case slots <- struct{}{}:
+		default:
+			held++
+			select {
+			case slots <- struct{}{}:
+			case <-ctx.Done():
+				wg.Wait()
+				return Cell{}, ctx.Err()
+			}
+		}
 		sent = append(sent, time.Now())
 		wg.Go(func() {
+			defer func() { <-slots }()
 			res := r.Prober.Send(ctx, pr)
 			mu.Lock()
 			results = append(results, res)
@@ -101,6 +128,7 @@ func (r *Runner) openLoop(ctx context.Context, p Plan, k Key) (Cell, error) {
 	}
 	c := r.cellOf(k, start, time.Now(), results, before, r.read(ctx))
 	c.Rate = rateStats(k.Rate, sent, results, r.scale)
+	c.Rate.Held = held
 	return c, nil
 }
 

@@ -141,3 +141,23 @@ func TestFailuresCountInDuration(t *testing.T) {
 		t.Errorf("cell duration %.3f s, shorter than the 0.4 s failures it waited for", c.Duration)
 	}
 }
+
+// Past the cap on requests in flight a send waits for one to end: the server
+// never holds more, and the report counts the sends held back.
+func TestOpenLoopCapsInFlight(t *testing.T) {
+	ts, _ := startSimEvery(t, 1, func(http.ResponseWriter) bool {
+		time.Sleep(200 * time.Millisecond)
+		return false
+	})
+	rep := newReport(Plan{Contexts: []int{256}, Output: 8, Rates: []float64{50}, Arrival: Constant, RequestsPerCell: 20, MaxInFlight: 2})
+	if err := newRunner(ts.URL).Run(t.Context(), rep); err != nil {
+		t.Fatal(err)
+	}
+	c := rep.Cells[0]
+	if c.Rate.InFlightMax > 2 || c.Rate.Held == 0 || len(c.Requests) != 20 {
+		t.Errorf("at most %d in flight, %d sends held, %d requests; want 2 at most, some held, all 20 done", c.Rate.InFlightMax, c.Rate.Held, len(c.Requests))
+	}
+	if c.Rate.Achieved > 25 {
+		t.Errorf("achieved %.1f requests/s with 2 slots of 200 ms: the cap did not hold", c.Rate.Achieved)
+	}
+}

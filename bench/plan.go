@@ -45,6 +45,9 @@ type Plan struct {
 	Rates   []float64 `json:"rates,omitempty"`
 	Arrival string    `json:"arrival,omitempty"`
 	Seed    uint64    `json:"seed,omitempty"`
+	// MaxInFlight caps the requests an open-loop cell keeps in flight
+	// (0: DefaultMaxInFlight); a send past it waits for one to end.
+	MaxInFlight int `json:"max_in_flight,omitempty"`
 	// InputSpread and OutputSpread draw each request's prompt and output
 	// lengths around the cell's, with this coefficient of variation (0: every
 	// request at the cell's lengths), seeded by Seed.
@@ -159,6 +162,9 @@ func (p Plan) Validate() error {
 	}
 	if p.InputSpread < 0 || p.OutputSpread < 0 || p.InputSpread > 2 || p.OutputSpread > 2 {
 		errs = append(errs, fmt.Errorf("length spread: %g and %g; want coefficients of variation from 0 to 2", p.InputSpread, p.OutputSpread))
+	}
+	if p.MaxInFlight < 0 {
+		errs = append(errs, fmt.Errorf("max in flight: %d is negative", p.MaxInFlight))
 	}
 	if p.Repeat < 0 {
 		errs = append(errs, fmt.Errorf("repeat: %d is negative", p.Repeat))

@@ -38,7 +38,7 @@ type benchCmd struct {
 	rates, arrival                string
 	seed                          uint64
 	output, requests, warmup      int
-	repeat                        int
+	repeat, maxInFlight           int
 	inSpread, outSpread           float64
 	cellDuration, burstTTFT       time.Duration
 	search                        bool
@@ -70,6 +70,7 @@ func newBenchCmd(app *kingpin.Application, logCfg *promslog.Config) *benchCmd {
 	c.cmd.Flag("burst", "Comma-separated burst sizes: that many requests at once, nothing after (queue-depth mode).").StringVar(&c.burst)
 	c.cmd.Flag("burst.ttft-max", "Mean TTFT limit of the max safe queue depth.").Default("3s").DurationVar(&c.burstTTFT)
 	c.cmd.Flag("rate", "Comma-separated request rates (per second): open-loop cells at every context, requests sent at the rate whatever the server's state.").StringVar(&c.rates)
+	c.cmd.Flag("rate.max-in-flight", "Most requests an open-loop cell keeps in flight; a send past it waits, and the report counts it.").Default("1024").IntVar(&c.maxInFlight)
 	c.cmd.Flag("arrival", "Spacing of the open-loop requests: constant, or poisson (independent users).").Default("poisson").EnumVar(&c.arrival, bench.Constant, bench.Poisson)
 	c.cmd.Flag("seed", "Seed of the Poisson arrivals and drawn lengths: the same seed sends the same pattern.").Default("1").Uint64Var(&c.seed)
 	c.cmd.Flag("input.spread", "Draw each prompt's length around the cell's with this coefficient of variation (log-normal, seeded by --seed); 0: every prompt at the cell's length.").Default("0").Float64Var(&c.inSpread)
@@ -184,7 +185,7 @@ func (c *benchCmd) plan() (bench.Plan, *config.Config, error) {
 		return bench.Plan{}, nil, err
 	}
 	p := bench.Plan{Output: c.output, RequestsPerCell: c.requests, CellDuration: c.cellDuration.Seconds(), Warmup: c.warmup, WarmCache: c.warm,
-		BurstTTFTMax: c.burstTTFT.Seconds(), Search: c.search, SearchMax: c.searchMax, Arrival: c.arrival, Seed: c.seed, Repeat: c.repeat, InputSpread: c.inSpread, OutputSpread: c.outSpread, UseCases: bench.UseCases(cfg, c.output)}
+		BurstTTFTMax: c.burstTTFT.Seconds(), Search: c.search, SearchMax: c.searchMax, Arrival: c.arrival, Seed: c.seed, Repeat: c.repeat, MaxInFlight: c.maxInFlight, InputSpread: c.inSpread, OutputSpread: c.outSpread, UseCases: bench.UseCases(cfg, c.output)}
 	var errs []error
 	if p.Contexts, err = parseInts("contexts", c.contexts); err != nil {
 		errs = append(errs, err)
@@ -256,7 +257,11 @@ func (c *benchCmd) run() int {
 		fmt.Fprintln(os.Stderr, "headroom bench:", err)
 		return 1
 	}
-	client := bench.NewClient(max(maxInt(plan.Concurrency), maxInt(plan.Burst), plan.SearchMax))
+	streams := max(maxInt(plan.Concurrency), maxInt(plan.Burst), plan.SearchMax)
+	if len(plan.Rates) > 0 {
+		streams = max(streams, c.maxInFlight)
+	}
+	client := bench.NewClient(streams)
 	engineName := c.target.Engine
 	if engineName == "none" {
 		engineName = "auto"

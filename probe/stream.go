@@ -196,7 +196,6 @@ func Run(ctx context.Context, ep Endpoint, q Request) Result {
 // Its error never carries the API key, even where the server echoed it.
 func send(ctx context.Context, ep Endpoint, api string, body []byte, maxTokens int) (res Result) {
 	defer func() { res.Err = ep.redact(res.Err) }()
-	url := strings.TrimRight(ep.BaseURL, "/") + Path(api)
 	var setupStart time.Time
 	// WroteRequest fires on the transport's writer goroutine, which may still
 	// be running when a server answers before reading the whole body.
@@ -211,15 +210,11 @@ func send(ctx context.Context, ep Endpoint, api string, body []byte, maxTokens i
 			wroteMu.Unlock()
 		},
 	}
-	req, err := http.NewRequestWithContext(httptrace.WithClientTrace(ctx, trace), http.MethodPost, url, bytes.NewReader(body))
+	req, url, err := newPost(httptrace.WithClientTrace(ctx, trace), ep, Path(api), body)
 	if err != nil {
 		return fail(res, ConnectError, fmt.Errorf("build request: %w", err))
 	}
-	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "text/event-stream")
-	if ep.APIKey != "" {
-		req.Header.Set("Authorization", "Bearer "+ep.APIKey)
-	}
 	res.Start = time.Now()
 	resp, err := ep.Client.Do(req)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -370,4 +371,54 @@ func FuzzShape(f *testing.F) {
 			t.Fatalf("shape of %q read %q from %q; the decoder reads %q, usage %v, error %s, object %q", first, content, next, got, d.Usage, d.Error, d.Object)
 		}
 	})
+}
+
+type connKey struct{}
+
+// A server that drops a kept-alive connection as the next request arrives
+// (llama.cpp closes them after a few requests) costs no probe and no count:
+// the request goes again on a fresh connection.
+func TestDroppedKeepAliveIsRetried(t *testing.T) {
+	body := sseBody(4)
+	var sentKey atomic.Bool
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := r.Header["Idempotency-Key"]; ok {
+			sentKey.Store(true)
+		}
+		if r.Context().Value(connKey{}).(*atomic.Int32).Add(1) > 1 { // a reused connection: drop it unanswered
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				conn.Close()
+			}
+			return
+		}
+		if strings.HasSuffix(r.URL.Path, "/tokenize") {
+			fmt.Fprint(w, `{"tokens":[1,2,3]}`)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = w.Write(body)
+	}))
+	srv.Config.ConnContext = func(ctx context.Context, _ net.Conn) context.Context {
+		return context.WithValue(ctx, connKey{}, new(atomic.Int32))
+	}
+	srv.Start()
+	defer srv.Close()
+	ep := Endpoint{BaseURL: srv.URL, Client: NewClient(false)}
+	q := Request{API: "chat", Model: "m", Prompt: "hi", MaxTokens: 4}
+	for i := range 3 {
+		if r := Run(t.Context(), ep, q); r.Outcome != Success {
+			t.Fatalf("probe %d on a dropped connection: %s (%v)", i+1, r.Outcome, r.Err)
+		}
+	}
+	for i := range 3 {
+		resp, _, err := postJSON(t.Context(), ep, "/tokenize", []byte(`{"content":"hi"}`))
+		if err != nil {
+			t.Fatalf("count %d on a dropped connection: %v", i+1, err)
+		}
+		resp.Body.Close()
+	}
+	if sentKey.Load() {
+		t.Error("the idempotency marker went out as a header")
+	}
 }

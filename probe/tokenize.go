@@ -49,17 +49,32 @@ type httpCounter struct {
 	raw bool
 }
 
-// postJSON posts a JSON body to the endpoint, with its API key if any. The
-// caller closes the body.
-func postJSON(ctx context.Context, ep Endpoint, path string, body []byte) (*http.Response, string, error) {
+// newPost builds a POST of a JSON body to the endpoint's path, with its API
+// key if any. It is marked idempotent (the key is not sent): a kept-alive
+// connection the server closed as the request went out fails with EOF
+// before any answer, and the transport then sends the request again on a
+// fresh one. Asked twice, a count or a completion costs the server a little;
+// lost, a sizing falls back to a guess and a probe fails for nothing the
+// server's capacity did (llama.cpp closes connections after a few requests).
+func newPost(ctx context.Context, ep Endpoint, path string, body []byte) (*http.Request, string, error) {
 	url := strings.TrimRight(ep.BaseURL, "/") + path
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return nil, url, err
 	}
 	req.Header.Set("Content-Type", "application/json")
+	req.Header["Idempotency-Key"] = []string{}
 	if ep.APIKey != "" {
 		req.Header.Set("Authorization", "Bearer "+ep.APIKey)
+	}
+	return req, url, nil
+}
+
+// postJSON posts a JSON body to the endpoint. The caller closes the body.
+func postJSON(ctx context.Context, ep Endpoint, path string, body []byte) (*http.Response, string, error) {
+	req, url, err := newPost(ctx, ep, path, body)
+	if err != nil {
+		return nil, url, err
 	}
 	resp, err := ep.Client.Do(req)
 	return resp, url, err

@@ -142,34 +142,27 @@ func joinInts(vs []int) string {
 	return strings.Join(s, ",")
 }
 
-func parseFloats(flag, s string) ([]float64, error) {
+// parseList parses a comma-separated flag of positive numbers (what names
+// their kind in the error).
+func parseList[T int | float64](flag, s, what string, parse func(string) (T, error)) ([]T, error) {
 	if strings.TrimSpace(s) == "" {
 		return nil, nil
 	}
-	var out []float64
+	var out []T
 	for _, f := range strings.Split(s, ",") {
-		v, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
-		if err != nil || !(v > 0) || math.IsInf(v, 0) {
-			return nil, fmt.Errorf("--%s: %q is not a positive number", flag, f)
+		v, err := parse(strings.TrimSpace(f))
+		if err != nil || !(v > 0) || math.IsInf(float64(v), 0) {
+			return nil, fmt.Errorf("--%s: %q is not a positive %s", flag, f, what)
 		}
 		out = append(out, v)
 	}
 	return out, nil
 }
 
-func parseInts(flag, s string) ([]int, error) {
-	if strings.TrimSpace(s) == "" {
-		return nil, nil
-	}
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		v, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || v < 1 {
-			return nil, fmt.Errorf("--%s: %q is not a positive integer", flag, f)
-		}
-		out = append(out, v)
-	}
-	return out, nil
+func parseInts(flag, s string) ([]int, error) { return parseList(flag, s, "integer", strconv.Atoi) }
+
+func parseFloats(flag, s string) ([]float64, error) {
+	return parseList(flag, s, "number", func(s string) (float64, error) { return strconv.ParseFloat(s, 64) })
 }
 
 // plan builds the sweep from the flags and the config file.

@@ -69,13 +69,13 @@ func (r *Report) cellTables() []cellTable {
 		t := cellTable{Title: mode.title, Head: head}
 		for _, c := range cells {
 			row := []tableValue{{Text: strconv.Itoa(c.Context)}, {Text: strconv.Itoa(c.Output)}, {Text: c.load()},
-				{Text: strconv.Itoa(len(c.Requests))}, {Text: fmt.Sprintf("%.1f%%", 100*c.SuccessRate)}, {Text: withCI(fmt.Sprintf("%.1f", c.Throughput), c.CI["throughput_tps"], 1)}}
+				{Text: strconv.Itoa(len(c.Requests))}, {Text: fmt.Sprintf("%.1f%%", 100*c.SuccessRate)}, {Text: c.withCI(fmt.Sprintf("%.1f", c.Throughput), "throughput_tps", 1)}}
 			few := len(c.Requests) < MinSamples
 			for _, col := range cols {
 				for _, s := range col.stats {
 					text := strconv.FormatFloat(col.scale*c.Stats[col.metric].Get(s), 'f', 3, 64)
-					if ci, ok := c.CI[col.metric]; ok && s == "mean" {
-						text = withCI(text, ci, col.scale)
+					if s == "mean" {
+						text = c.withCI(text, col.metric, col.scale)
 					}
 					row = append(row, tableValue{Text: text, Indicative: few && s != "mean"})
 				}

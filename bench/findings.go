@@ -2,7 +2,6 @@ package bench
 
 import (
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 )
@@ -165,10 +164,8 @@ type Column struct {
 // ci is the half-width of the figure's 95% interval in its unit, 0 when the
 // cell pools no repeated runs.
 func (col Column) ci(c *Cell) float64 {
-	if ci, ok := c.CI[col.Metric]; ok && !math.IsNaN(ci) {
-		return ci * col.Scale
-	}
-	return 0
+	ci, _ := c.interval(col.Metric, col.Scale)
+	return ci
 }
 
 // Text prints the column's figure for a cell, with its 95% interval when the
@@ -178,11 +175,7 @@ func (col Column) Text(c *Cell) (string, bool) {
 	if !ok {
 		return "", false
 	}
-	s := strconv.FormatFloat(v, 'f', 3, 64)
-	if ci, ok := c.CI[col.Metric]; ok {
-		s = withCI(s, ci, col.Scale)
-	}
-	return s, true
+	return c.withCI(strconv.FormatFloat(v, 'f', 3, 64), col.Metric, col.Scale), true
 }
 
 func stat(metric string) func(*Cell) (float64, bool) {

@@ -158,11 +158,21 @@ func ci95(vs []float64) float64 {
 	return t * math.Sqrt(ss/float64(n-1)) / math.Sqrt(float64(n))
 }
 
-// withCI prints a figure with its interval, in the figure's unit (scale),
-// when it has one.
-func withCI(text string, ci, scale float64) string {
-	if math.IsNaN(ci) {
-		return text
+// interval is the half-width of the 95% interval of a figure's mean (a
+// metric's, or throughput_tps) in the figure's unit (scale); false when the
+// cell pools no repeated runs.
+func (c *Cell) interval(figure string, scale float64) (float64, bool) {
+	ci, ok := c.CI[figure]
+	if !ok || math.IsNaN(ci) {
+		return 0, false
 	}
-	return fmt.Sprintf("%s ± %.3g", text, ci*scale)
+	return ci * scale, true
+}
+
+// withCI prints a figure's text with its interval when it has one.
+func (c *Cell) withCI(text, figure string, scale float64) string {
+	if ci, ok := c.interval(figure, scale); ok {
+		return fmt.Sprintf("%s ± %.3g", text, ci)
+	}
+	return text
 }

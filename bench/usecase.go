@@ -2,7 +2,6 @@ package bench
 
 import (
 	"fmt"
-	"math"
 	"slices"
 	"strings"
 )
@@ -140,8 +139,8 @@ func (r *Report) useCaseView(u UseCase) useCaseView {
 			c, _ := r.Cell(Key{Mode: "closed", Context: u.Context, Output: u.Output, Concurrency: n})
 			val := c.Stats[g.metric].Get(u.Statistic)
 			s := g.format(val)
-			if ci, ok := c.CI[g.metric]; ok && u.Statistic == "mean" {
-				s = withCI(s, ci, g.scale)
+			if u.Statistic == "mean" {
+				s = c.withCI(s, g.metric, g.scale)
 			}
 			if g.breaks(val) {
 				s += " (threshold exceeded)"
@@ -229,11 +228,11 @@ func (r *Report) useCaseCharts(u UseCase, l Limit, cells []*Cell) []Chart {
 		s := Series{Name: u.Statistic + " " + g.name + " (" + g.unit + ")", Right: right}
 		for _, c := range cells {
 			s.Points = append(s.Points, [2]float64{float64(c.Concurrency), g.scale * c.Stats[g.metric].Get(u.Statistic)})
-			if ci, ok := c.CI[g.metric]; ok && u.Statistic == "mean" && !math.IsNaN(ci) {
-				s.Err = append(s.Err, g.scale*ci)
-			} else {
-				s.Err = append(s.Err, 0)
+			ci := 0.0
+			if u.Statistic == "mean" {
+				ci, _ = c.interval(g.metric, g.scale)
 			}
+			s.Err = append(s.Err, ci)
 		}
 		return s
 	}

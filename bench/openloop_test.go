@@ -161,3 +161,16 @@ func TestOpenLoopCapsInFlight(t *testing.T) {
 		t.Errorf("achieved %.1f requests/s with 2 slots of 200 ms: the cap did not hold", c.Rate.Achieved)
 	}
 }
+
+// With no request count or duration given, a rate cell sends a minute of
+// its rate, and never fewer requests than a percentile needs.
+func TestRateCellRequestsByDefault(t *testing.T) {
+	for _, tc := range []struct {
+		rate float64
+		want int
+	}{{0.1, MinSamples}, {0.5, 30}, {2, 120}} {
+		if got := (Plan{}).Requests(Key{Mode: "rate", Rate: tc.rate}); got != tc.want {
+			t.Errorf("%g/s: %d requests, want %d", tc.rate, got, tc.want)
+		}
+	}
+}

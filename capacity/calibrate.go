@@ -140,13 +140,16 @@ func choose(as []aim, least float64) (aim, bool) {
 // which fall with load as the curve is monotone.
 func margins(s SLO) []Knot {
 	_, increasing := metric(s.Name)
-	out := make([]Knot, len(s.BurstCurve))
-	for i, k := range s.BurstCurve {
+	var out []Knot
+	for _, k := range s.BurstCurve {
+		if k.N == 0 {
+			continue // a model's knot (proportional), not a measured level
+		}
 		m := (k.Value - s.Threshold) / s.Threshold
 		if increasing {
 			m = -m
 		}
-		out[i] = Knot{Load: k.Load, Value: m, N: k.N}
+		out = append(out, Knot{Load: k.Load, Value: m, N: k.N})
 	}
 	return out
 }

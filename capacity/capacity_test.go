@@ -54,7 +54,7 @@ func TestCapacityRecoversLinearResponse(t *testing.T) {
 
 func TestCapacityUnknownWithoutData(t *testing.T) {
 	u := UseCase{Name: "c", Statistic: "mean", TTFTMax: 5}
-	few := linear(5, 2, 0.5, 0.8, 0.01, 0.004)
+	few := linear(6, 2, 0.5, 0.8, 0.01, 0.004)[1:] // none at an idle load: no burst of one
 	if e := Evaluate("a", u, few, 2); !math.IsNaN(e.Capacity) || e.Why == "" {
 		t.Errorf("with %d samples: capacity %v, why %q", len(few), e.Capacity, e.Why)
 	}
@@ -67,6 +67,43 @@ func TestCapacityUnknownWithoutData(t *testing.T) {
 	}
 	if e := Evaluate("a", UseCase{Name: "c", TTFTMax: 1000}, linear(100, 4, 0.5, 0.8, 0.01, 0.004), 2); !math.IsNaN(e.Capacity) {
 		t.Errorf("a threshold far beyond reach must not be extrapolated to: %v", e.Capacity)
+	}
+}
+
+// TestOneLevelIsABound: a lone probe that met no other prefill is a burst
+// of one; alone, its TTFT taken as proportional to the level is a bound
+// that stands until a burst at another level measures the curve.
+func TestOneLevelIsABound(t *testing.T) {
+	idle := Point{Time: t0, Load: 1.2, InFlight: 1.2, Level: 1, TTFT: 4, E2E: 4.5, ITL: 0.016, Decode: 62.5}
+	busy := Point{Time: t0.Add(time.Minute), Load: 3, InFlight: 3, Level: 2.5, TTFT: 9, E2E: 9.5, ITL: 0.016, Decode: 62.5}
+	burst := func(n int, ttft float64) []Point {
+		ps := make([]Point, n)
+		for i := range ps {
+			ps[i] = Point{Time: t0.Add(2 * time.Minute), Load: float64(n), InFlight: float64(n), Burst: n, TTFT: ttft, E2E: ttft + 0.5, ITL: 0.016, Decode: 62.5}
+		}
+		return ps
+	}
+	u := UseCase{Name: "c", Statistic: "mean", TTFTMax: 12}
+	tests := []struct {
+		name     string
+		points   []Point
+		want     float64 // NaN: none
+		oneLevel bool
+	}{
+		{"lone probe at another's prefill", []Point{busy}, math.NaN(), false},
+		{"idle probe: 12 s at 4 s a prompt", []Point{idle, busy}, 3, true},
+		// Past Reach times the most requests the server held (3), nothing.
+		{"idle probe, bound past reach", []Point{{Time: t0, Load: 1, InFlight: 1, Level: 1, TTFT: 1, E2E: 1.5, ITL: 0.016, Decode: 62.5}}, math.NaN(), false},
+		// Prefills side by side at 2: (6-4)/(2-1) s a request, 12 s at 5.
+		{"a burst of two beside it", append([]Point{idle}, burst(2, 6)...), 5, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			e := Evaluate("a", u, tc.points, 1)
+			if math.IsNaN(tc.want) != math.IsNaN(e.Capacity) || math.Abs(e.Capacity-tc.want) > 1e-9 || e.OneLevel != tc.oneLevel {
+				t.Errorf("capacity %v one level %v, want %v %v (%s)", e.Capacity, e.OneLevel, tc.want, tc.oneLevel, e.Why)
+			}
+		})
 	}
 }
 

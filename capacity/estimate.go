@@ -75,7 +75,12 @@ type Estimate struct {
 	SamplesNeeded int       `json:"samples_needed"`
 	NextProbe     time.Time `json:"next_probe,omitzero"`
 	// Seed counts the bench points the estimate also rests on; 0: probes alone.
-	Seed   int     `json:"seed_points,omitempty"`
+	Seed int `json:"seed_points,omitempty"`
+	// OneLevel says the burst capacity rests on requests sent together at
+	// one level only, with TTFT taken as proportional to the level past it
+	// (burstCurve): a bound on the early side that bursts at other levels
+	// replace.
+	OneLevel bool `json:"one_level,omitempty"`
 	Why    string  `json:"why,omitempty"`
 	SLOs   []SLO   `json:"slos"`
 	Points []Point `json:"points"`
@@ -135,14 +140,36 @@ func Evaluate(target string, u UseCase, points []Point, load float64) Estimate {
 	}
 	lone, together := split(points)
 	bursts := slices.ContainsFunc(points, func(p Point) bool { return p.Burst > 1 })
-	steadyShort, burstShort := steadyEnough(lone), burstEnough(together)
+	steadyShort := steadyEnough(lone)
+	oneLevel := len(together) > 0 && burstEnough(together) != ""
+	// The probes that say how the use case's decode compares with the
+	// engine's: those that decoded as production does, the lone ones and
+	// the last of each burst (settled). A burst's earlier probes decoded
+	// between its later prompts' prefill chunks, at a tenth of the speed
+	// in the simulator of report 002 at 64K, and dragged the readings'
+	// curve down with them.
+	decoders := append([]Point(nil), lone...)
+	for _, p := range settled(together) {
+		if p.Burst > 1 || p.Cell > 0 {
+			decoders = append(decoders, p)
+		}
+	}
 	e.Margin = math.Inf(1)
 	for i := range e.SLOs {
 		s := &e.SLOs[i]
 		value, increasing := metric(s.Name)
 		s.Value = Statistic(values(recent(lone, u.Recent), value), u.Statistic)
-		s.Capacity, s.Curve, s.Why = solve(steadyCurve(s.Name, lone, engineDecode(s.Name, eng, points), u.Statistic), increasing, s.Threshold, steadyShort)
-		s.BurstCapacity, s.BurstCurve, s.BurstWhy = solveReach(burstCurve(s.Name, together, engineDecode(s.Name, eng, points), u.Statistic), increasing, s.Threshold, burstShort, burstReach(s.Name))
+		engDecode := engineDecode(s.Name, eng, decoders)
+		s.Capacity, s.Curve, s.Why = solve(steadyCurve(s.Name, lone, engDecode, u.Statistic), increasing, s.Threshold, steadyShort)
+		curve, short := burstCurve(s.Name, together, engDecode, u.Statistic)
+		reach := burstReach(s.Name)
+		if oneLevel && len(curve) > 0 && (s.Name == "ttft_seconds" || s.Name == "e2e_seconds") {
+			// The bound knows nothing of what stops a server short of its
+			// compute (the KV cache filling): followed only to Reach times
+			// the most requests the server was seen to hold.
+			reach = Reach * highest(append(points, eng...)) / curve[len(curve)-1].Load
+		}
+		s.BurstCapacity, s.BurstCurve, s.BurstWhy = solveReach(curve, increasing, s.Threshold, short, reach)
 		// The margin is at the current load: the steady curve's value there
 		// once the curve is known, so that margin and capacity tell one
 		// story; until then the window's statistic, over the loads
@@ -165,7 +192,11 @@ func Evaluate(target string, u UseCase, points []Point, load float64) Estimate {
 	case math.IsNaN(e.BurstCapacity):
 		e.Capacity = e.SteadyCapacity
 	case math.IsNaN(e.SteadyCapacity):
-		e.Capacity = e.BurstCapacity
+		e.Capacity, e.OneLevel = e.BurstCapacity, oneLevel
+	case oneLevel:
+		// The one level's bound says only that the burst capacity is at
+		// least that: it cannot lower a measured steady-state curve.
+		e.Capacity = e.SteadyCapacity
 	default:
 		e.Capacity = math.Min(placed(e.SLOs), e.BurstCapacity)
 	}
@@ -226,17 +257,79 @@ func split(points []Point) (lone, together []Point) {
 
 // burstCurve fits one SLO's burst curve, each part at the load it answers
 // to: TTFT at the level, decode speed and ITL in the batch (inFlight), and
-// E2E, a TTFT then a decode, as the sum of the two.
-func burstCurve(name string, together, eng []Point, stat string) Curve {
+// E2E, a TTFT then a decode, as the sum of the two. short says why the
+// points cannot carry it, "" when they can.
+//
+// Decode speed and ITL take their spread of loads from the engine's
+// readings too. TTFT needs the levels of requests sent together to span
+// MinBurstSpread; from one level only, it is taken as proportional to the
+// level past it (proportional). That is a bound: n prompts sent together
+// need n prefills of compute, so their mean TTFT is at most n times one
+// prompt's, and the capacity it gives lies at or below the burst curve's.
+// It lets a 96K use case, whose lone probe is all the budget buys in the
+// first minutes, have an estimate before its first burst, which then aims
+// at that bound (Burst) and replaces it.
+func burstCurve(name string, together, eng []Point, stat string) (Curve, string) {
 	value, increasing := metric(name)
+	ttft := func() Curve {
+		return proportional(fit(together, func(p Point) float64 { return p.TTFT }, stat, true))
+	}
 	switch name {
 	case "decode_tokens_per_second", "itl_seconds":
-		return fit(append(inFlight(settled(together)), eng...), value, stat, increasing)
+		points := append(inFlight(settled(together)), eng...)
+		return fit(points, value, stat, increasing), burstEnough(points)
 	case "e2e_seconds":
-		return sum(fit(together, func(p Point) float64 { return p.TTFT }, stat, true),
-			fit(append(inFlight(together), eng...), func(p Point) float64 { return p.E2E - p.TTFT }, stat, true))
+		decode := fit(append(inFlight(together), eng...), func(p Point) float64 { return p.E2E - p.TTFT }, stat, true)
+		t := ttft()
+		if len(t) != 2 || t[1].N != 0 || len(decode) == 0 {
+			return sum(t, decode), together1(together)
+		}
+		c := sum(proportionalTo(t[:1], decode[len(decode)-1].Load), decode)
+		for i := range c {
+			if c[i].Load > t[0].Load {
+				c[i].N = 0 // the TTFT there is the model's
+			}
+		}
+		return c, ""
 	}
-	return fit(together, value, stat, increasing)
+	return ttft(), together1(together)
+}
+
+// highest is the most requests in flight any point saw.
+func highest(points []Point) float64 {
+	h := 0.0
+	for _, p := range points {
+		h = math.Max(h, math.Max(p.InFlight, p.Load))
+	}
+	return h
+}
+
+// together1 says why no burst curve can be fitted: none was sent, or none
+// of a lone probe that met no other prefill.
+func together1(together []Point) string {
+	if len(together) == 0 {
+		return "no requests sent together yet"
+	}
+	return ""
+}
+
+// proportional extends a TTFT curve of one level proportionally to the
+// level: a second knot at twice the level with twice the value, marked as
+// a model's by its zero samples. Along it, crossing finds where the
+// threshold is reached. A curve of two levels or more is returned as is.
+func proportional(c Curve) Curve {
+	if len(c) != 1 {
+		return c
+	}
+	return proportionalTo(c, 2*c[0].Load)
+}
+
+func proportionalTo(c Curve, to float64) Curve {
+	k := c[0]
+	if !(to > k.Load) {
+		return c
+	}
+	return Curve{k, {Load: to, Value: k.Value * to / k.Load}}
 }
 
 // steadyCurve fits one SLO's steady-state curve on lone probes and, for

@@ -70,7 +70,8 @@ func (e *Estimator) Decoded(target string, d monitor.Decode) {
 }
 
 // Burst implements monitor.Calibrator: of the target's use cases that want
-// a calibration burst now, those without a capacity first (first), and of
+// a calibration burst now, those without a capacity first (first; a
+// capacity bound from one level counts as none), and of
 // those the cheapest burst (its prompt tokens). The budget pays for a burst by its
 // length; one large burst for a use case that has an estimate would starve
 // the others of theirs for an hour.
@@ -88,7 +89,7 @@ func (e *Estimator) Burst(target string, load engine.Load, maxBurst int) (scenar
 		if k < 2 {
 			continue
 		}
-		known := !math.IsNaN(est.Capacity)
+		known := !math.IsNaN(est.Capacity) && !est.OneLevel
 		cost := float64(k * scenarios[u.Scenario].InputTokens)
 		if !known && bestKnown || known == bestKnown && cost < best {
 			scenario, n, best, bestKnown = u.Scenario, k, cost, known

@@ -35,6 +35,7 @@ type watched struct {
 	occupancy float64           // probe busy time over the run, as headroom_probe_busy_seconds_total counts it
 	bursts    []time.Time       // when each calibration burst was logged
 	sizes     []int             // and its probes
+	scenarios []string          // and scenario
 	summaries []string          // the monitor's summary lines
 	start     time.Time         // when probing started
 	done      bool              // the run completed (-run may pick some runs alone)
@@ -110,7 +111,7 @@ func watchServer(t *testing.T, prof sim.Profile, wrap func(http.Handler) http.Ha
 		}
 		mon.Stop()
 		w.occupancy = probes.Busy("sim").Seconds() / paid.Sub(start).Seconds()
-		w.bursts, w.sizes, w.summaries = logs.times, logs.sizes, logs.summaries
+		w.bursts, w.sizes, w.scenarios, w.summaries = logs.times, logs.sizes, logs.scenarios, logs.summaries
 		w.start = start
 		cancel()
 		_ = hs.Close()
@@ -127,6 +128,7 @@ type burstCounter struct {
 	mu        sync.Mutex
 	times     []time.Time
 	sizes     []int
+	scenarios []string
 	summaries []string
 }
 
@@ -134,11 +136,14 @@ func (b *burstCounter) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if bytes.Contains(p, []byte(`msg="calibration burst"`)) {
-		n := 0
+		n, sc := 0, ""
 		if i := bytes.Index(p, []byte(" probes=")); i >= 0 {
 			fmt.Sscanf(string(p[i+len(" probes="):]), "%d", &n)
 		}
-		b.times, b.sizes = append(b.times, time.Now()), append(b.sizes, n)
+		if i := bytes.Index(p, []byte(" scenario=")); i >= 0 {
+			fmt.Sscanf(string(p[i+len(" scenario="):]), "%s", &sc)
+		}
+		b.times, b.sizes, b.scenarios = append(b.times, time.Now()), append(b.sizes, n), append(b.scenarios, sc)
 	}
 	if bytes.Contains(p, []byte(`msg="target summary"`)) {
 		b.summaries = append(b.summaries, string(bytes.TrimSpace(p)))

@@ -468,6 +468,11 @@ func (t *target) probeLoop(ctx context.Context) {
 	// scenarios queueing for their first estimate behind one another's
 	// lone probes took most of an hour at the default budget.
 	last := ""
+	// Nor before every scenario has had its turn: a lone probe at an idle
+	// moment gives a use case a bound (capacity.Evaluate, one level) and
+	// the base its first burst needs, and a 96K scenario's first probe
+	// waited 40 minutes behind the cheaper scenarios' bursts.
+	tried := map[string]bool{}
 	summarized, bursts, spent := time.Now(), 0, time.Duration(0)
 	for {
 		t.publish(sched, names)
@@ -484,7 +489,9 @@ func (t *target) probeLoop(ctx context.Context) {
 			return
 		}
 		n := 1
-		if b, k, first := t.wantBurst(); k > 1 && (last == "" || first && b != last) {
+		if len(tried) < len(names) {
+			tried[name] = true
+		} else if b, k, first := t.wantBurst(); k > 1 && (last == "" || first && b != last) {
 			name, n = b, k
 		}
 		burst := n > 1

@@ -260,10 +260,11 @@ func split(points []Point) (lone, together []Point) {
 // E2E, a TTFT then a decode, as the sum of the two. short says why the
 // points cannot carry it, "" when they can.
 //
-// Decode speed and ITL take their spread of loads from the engine's
-// readings too. TTFT needs the levels of requests sent together to span
-// MinBurstSpread; from one level only, it is taken as proportional to the
-// level past it (proportional). That is a bound: n prompts sent together
+// Decode speed and ITL need no spread of loads: from one alone, the curve
+// holds to Reach times it (lowest), and the engine's readings add the
+// loads production made. TTFT needs the levels of requests sent together
+// to span MinBurstSpread; from one level only, it is taken as proportional
+// to the level past it (proportional). That is a bound: n prompts sent together
 // need n prefills of compute, so their mean TTFT is at most n times one
 // prompt's, and the capacity it gives lies at or below the burst curve's.
 // It lets a 96K use case, whose lone probe is all the budget buys in the
@@ -276,8 +277,7 @@ func burstCurve(name string, together, eng []Point, stat string) (Curve, string)
 	}
 	switch name {
 	case "decode_tokens_per_second", "itl_seconds":
-		points := append(inFlight(settled(together)), eng...)
-		return fit(points, value, stat, increasing), burstEnough(points)
+		return fit(append(inFlight(settled(together)), eng...), value, stat, increasing), together1(together)
 	case "e2e_seconds":
 		decode := fit(append(inFlight(together), eng...), func(p Point) float64 { return p.E2E - p.TTFT }, stat, true)
 		t := ttft()

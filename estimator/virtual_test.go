@@ -31,6 +31,7 @@ const horizon = time.Hour
 // watched is what one run of the daemon saw of one use case.
 type watched struct {
 	est       capacity.Estimate // at the horizon
+	others    map[string]capacity.Estimate // every use case's, at the horizon
 	first     time.Duration     // to the first capacity estimate; -1: none
 	occupancy float64           // probe busy time over the run, as headroom_probe_busy_seconds_total counts it
 	bursts    []time.Time       // when each calibration burst was logged
@@ -85,7 +86,9 @@ func watchServer(t *testing.T, prof sim.Profile, wrap func(http.Handler) http.Ha
 		w.first = -1
 		for time.Since(start) < horizon {
 			time.Sleep(10 * time.Second)
+			w.others = map[string]capacity.Estimate{}
 			for _, e := range est.Estimates(mon.Status(), time.Now()) {
+				w.others[e.UseCase] = e
 				if e.UseCase == useCase {
 					w.est = e
 				}

@@ -70,11 +70,13 @@ func (e *Estimator) Decoded(target string, d monitor.Decode) {
 }
 
 // Burst implements monitor.Calibrator: of the target's use cases that want
-// a calibration burst now, those without a capacity first (first; a
-// capacity bound from one level counts as none), and of
-// those the cheapest burst (its prompt tokens). The budget pays for a burst by its
-// length; one large burst for a use case that has an estimate would starve
-// the others of theirs for an hour.
+// a calibration burst now, those that have had none first, then those
+// without a capacity (first; a bound from one level counts as none), and
+// of each kind the cheapest burst (its prompt tokens). The budget pays for
+// a burst by its length; one large burst for a use case that has an
+// estimate would starve the others of theirs for an hour, and a 1K use
+// case's search, cheap burst after cheap burst, left a 64K one with no
+// burst in the hour.
 func (e *Estimator) Burst(target string, load engine.Load, maxBurst int) (scenario string, n int, first bool) {
 	cfg, seeds := e.state()
 	now := time.Now()
@@ -82,20 +84,26 @@ func (e *Estimator) Burst(target string, load engine.Load, maxBurst int) (scenar
 	for _, s := range cfg.Scenarios {
 		scenarios[s.Name] = s
 	}
-	best, bestKnown := math.Inf(1), true
+	best, bestRank := math.Inf(1), 3
 	for _, u := range useCasesOf(cfg, target) {
 		est := e.estimate(seeds, target, u, load.InFlight(), now)
 		k := capacity.Burst(est, load.InFlight(), load.Waiting, min(maxBurst, affordable(est.Points, cfg.ProbeBudget, u.Window)))
 		if k < 2 {
 			continue
 		}
-		known := !math.IsNaN(est.Capacity) && !est.OneLevel
+		rank := 2 // known: a burst refines it
+		switch {
+		case !slices.ContainsFunc(est.Points, func(p capacity.Point) bool { return p.Burst > 1 }):
+			rank = 0
+		case math.IsNaN(est.Capacity) || est.OneLevel:
+			rank = 1
+		}
 		cost := float64(k * scenarios[u.Scenario].InputTokens)
-		if !known && bestKnown || known == bestKnown && cost < best {
-			scenario, n, best, bestKnown = u.Scenario, k, cost, known
+		if rank < bestRank || rank == bestRank && cost < best {
+			scenario, n, best, bestRank = u.Scenario, k, cost, rank
 		}
 	}
-	return scenario, n, n > 1 && !bestKnown
+	return scenario, n, n > 1 && bestRank < 2
 }
 
 // affordable is the largest burst of a use case's scenario that the budget

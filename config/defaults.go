@@ -5,15 +5,15 @@ import "time"
 // DefaultScenarios are the context lengths of the reference reports' use cases
 // (reports 000-002): 1K with 128 output tokens for code completion, 1024 otherwise.
 func DefaultScenarios() []Scenario {
-	mk := func(name string, in, out int) Scenario {
-		return Scenario{Name: name, InputTokens: in, OutputTokens: out, Interval: 5 * time.Minute, Cache: "cold"}
+	mk := func(name string, in, out int, every time.Duration) Scenario {
+		return Scenario{Name: name, InputTokens: in, OutputTokens: out, Interval: every, Cache: "cold"}
 	}
 	return []Scenario{
-		mk("ctx-1k", 1024, 128),
-		mk("ctx-8k", 8192, 32),
-		mk("ctx-32k", 32768, 32),
-		mk("ctx-64k", 65536, 32),
-		mk("ctx-96k", 98304, 32),
+		mk("ctx-1k", 1024, 128, 5*time.Minute),
+		mk("ctx-8k", 8192, 32, 5*time.Minute),
+		mk("ctx-32k", 32768, 32, 5*time.Minute),
+		mk("ctx-64k", 65536, 32, 10*time.Minute),
+		mk("ctx-96k", 98304, 32, 15*time.Minute),
 	}
 }
 

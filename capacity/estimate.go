@@ -80,10 +80,10 @@ type Estimate struct {
 	// one level only, with TTFT taken as proportional to the level past it
 	// (burstCurve): a bound on the early side that bursts at other levels
 	// replace.
-	OneLevel bool `json:"one_level,omitempty"`
-	Why    string  `json:"why,omitempty"`
-	SLOs   []SLO   `json:"slos"`
-	Points []Point `json:"points"`
+	OneLevel bool    `json:"one_level,omitempty"`
+	Why      string  `json:"why,omitempty"`
+	SLOs     []SLO   `json:"slos"`
+	Points   []Point `json:"points"`
 }
 
 // SLOs lists a use case's configured thresholds.

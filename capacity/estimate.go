@@ -154,6 +154,7 @@ func Evaluate(target string, u UseCase, points []Point, load float64) Estimate {
 			decoders = append(decoders, p)
 		}
 	}
+	held := math.Max(highest(points), highest(eng))
 	e.Margin = math.Inf(1)
 	for i := range e.SLOs {
 		s := &e.SLOs[i]
@@ -167,7 +168,7 @@ func Evaluate(target string, u UseCase, points []Point, load float64) Estimate {
 			// The bound knows nothing of what stops a server short of its
 			// compute (the KV cache filling): followed only to Reach times
 			// the most requests the server was seen to hold.
-			reach = Reach * highest(append(points, eng...)) / curve[len(curve)-1].Load
+			reach = Reach * held / curve[len(curve)-1].Load
 		}
 		s.BurstCapacity, s.BurstCurve, s.BurstWhy = solveReach(curve, increasing, s.Threshold, short, reach)
 		// The margin is at the current load: the steady curve's value there
@@ -272,27 +273,28 @@ func split(points []Point) (lone, together []Point) {
 // at that bound (Burst) and replaces it.
 func burstCurve(name string, together, eng []Point, stat string) (Curve, string) {
 	value, increasing := metric(name)
-	ttft := func() Curve {
-		return proportional(fit(together, func(p Point) float64 { return p.TTFT }, stat, true))
-	}
+	why := noBurst(together)
+	ttft := fit(together, func(p Point) float64 { return p.TTFT }, stat, true)
 	switch name {
 	case "decode_tokens_per_second", "itl_seconds":
-		return fit(append(inFlight(settled(together)), eng...), value, stat, increasing), together1(together)
+		return fit(append(inFlight(settled(together)), eng...), value, stat, increasing), why
 	case "e2e_seconds":
 		decode := fit(append(inFlight(together), eng...), func(p Point) float64 { return p.E2E - p.TTFT }, stat, true)
-		t := ttft()
-		if len(t) != 2 || t[1].N != 0 || len(decode) == 0 {
-			return sum(t, decode), together1(together)
+		if len(ttft) != 1 || len(decode) == 0 {
+			return sum(ttft, decode), why
 		}
-		c := sum(proportionalTo(t[:1], decode[len(decode)-1].Load), decode)
+		c := sum(proportional(ttft, decode[len(decode)-1].Load), decode)
 		for i := range c {
-			if c[i].Load > t[0].Load {
+			if c[i].Load > ttft[0].Load {
 				c[i].N = 0 // the TTFT there is the model's
 			}
 		}
-		return c, ""
+		return c, why
 	}
-	return ttft(), together1(together)
+	if len(ttft) == 1 {
+		return proportional(ttft, 2*ttft[0].Load), why
+	}
+	return ttft, why
 }
 
 // highest is the most requests in flight any point saw.
@@ -304,9 +306,9 @@ func highest(points []Point) float64 {
 	return h
 }
 
-// together1 says why no burst curve can be fitted: none was sent, or none
-// of a lone probe that met no other prefill.
-func together1(together []Point) string {
+// noBurst says why no burst curve can be fitted: no requests were sent
+// together, nor did a lone probe meet no other prefill (split).
+func noBurst(together []Point) string {
 	if len(together) == 0 {
 		return "no requests sent together yet"
 	}
@@ -314,17 +316,9 @@ func together1(together []Point) string {
 }
 
 // proportional extends a TTFT curve of one level proportionally to the
-// level: a second knot at twice the level with twice the value, marked as
-// a model's by its zero samples. Along it, crossing finds where the
-// threshold is reached. A curve of two levels or more is returned as is.
-func proportional(c Curve) Curve {
-	if len(c) != 1 {
-		return c
-	}
-	return proportionalTo(c, 2*c[0].Load)
-}
-
-func proportionalTo(c Curve, to float64) Curve {
+// level, to load to: a second knot there, marked as a model's by its zero
+// samples. Along it, crossing finds where the threshold is reached.
+func proportional(c Curve, to float64) Curve {
 	k := c[0]
 	if !(to > k.Load) {
 		return c

@@ -86,3 +86,43 @@ func (p *prefillLog) at(t time.Time) float64 {
 	}
 	return math.NaN()
 }
+
+// decodeInFlight sets each of a burst's samples' InFlight to the requests
+// in flight while it decoded: production when the burst was sent, plus the
+// burst's own probes, each counted for the share of this one's decode (first
+// token to last) it was still running. The mean of the engine's readings
+// around a probe undercounts a burst: the reading after it comes once the
+// burst has drained, so a burst of 26 code-completion probes that decoded
+// in a batch of 36 was keyed to 19, and the decode curve put 36 requests'
+// slowness at 19.
+func decodeInFlight(samples []Sample, production float64) {
+	for i := range samples {
+		a := samples[i].Result
+		from, to := a.Start.Add(a.TTFT), a.Start.Add(a.E2E)
+		if !to.After(from) {
+			continue
+		}
+		var shared time.Duration
+		for _, o := range samples {
+			b := o.Result
+			if lo, hi := later(from, b.Start), earlier(to, b.Start.Add(b.E2E)); hi.After(lo) {
+				shared += hi.Sub(lo)
+			}
+		}
+		samples[i].InFlight = production + shared.Seconds()/to.Sub(from).Seconds()
+	}
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+func earlier(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}

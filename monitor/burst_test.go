@@ -87,3 +87,39 @@ func TestBurstLevelOfSamples(t *testing.T) {
 		t.Errorf("level %v with no prefill counter, want the burst's 2", got)
 	}
 }
+
+// A burst's probes are keyed, for decode, to the requests in flight while
+// each decoded: production when the burst was sent, plus the burst's own
+// probes for the share of that decode they were still running.
+func TestDecodeInFlight(t *testing.T) {
+	start := time.Unix(1000, 0)
+	sample := func(ttft, e2e time.Duration) Sample {
+		return Sample{InFlight: 1, Result: probe.Result{Start: start, TTFT: ttft, E2E: e2e}}
+	}
+	tests := []struct {
+		name    string
+		samples []Sample
+		want    []float64
+	}{
+		// All three decode from 1 s to 3 s together: 10 + 3.
+		{"decoded together", []Sample{sample(time.Second, 3*time.Second), sample(time.Second, 3*time.Second), sample(time.Second, 3*time.Second)}, []float64{13, 13, 13}},
+		// The first decodes 1-2 s with all three; the second 1-3 s, the
+		// first gone halfway: 10 + 1 + 1 + 0.5; the third 2-4 s, the
+		// second gone halfway: 10 + 1 + 0.5.
+		{"staggered", []Sample{sample(time.Second, 2*time.Second), sample(time.Second, 3*time.Second), sample(2*time.Second, 4*time.Second)},
+			[]float64{13, 12.5, 11.5}},
+		// No decode span (one token): keeps the readings' mean; the other
+		// decodes after it ended.
+		{"no decode", []Sample{sample(time.Second, time.Second), sample(time.Second, 2*time.Second)}, []float64{1, 11}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			decodeInFlight(tc.samples, 10)
+			for i, s := range tc.samples {
+				if math.Abs(s.InFlight-tc.want[i]) > 1e-9 {
+					t.Errorf("probe %d: in flight %v, want %v", i, s.InFlight, tc.want[i])
+				}
+			}
+		})
+	}
+}

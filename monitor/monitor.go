@@ -666,6 +666,9 @@ func (t *target) probeN(ctx context.Context, sc config.Scenario, n int) (busy ti
 		t.record(samples[0])
 	case len(samples) > 0:
 		level := burstLevel(samples, n, before, beforeOK, prefill, start, sc.InputTokens)
+		if beforeOK && n > 1 {
+			decodeInFlight(samples, before.InFlight())
+		}
 		for _, s := range samples {
 			s.Time, s.Load = start, level
 			t.record(s)

@@ -621,3 +621,29 @@ func TestEngineDecodeExtendsTheCurve(t *testing.T) {
 		t.Errorf("probes alone: burst capacity %.2f, beyond their reach", got)
 	}
 }
+
+// E2E of requests sent together is a TTFT then a decode. The decode part
+// reaches as far as the engine's readings; the TTFT part, measured to a
+// burst of two, follows its trend there, as TTFT's own curve does. Here
+// TTFT is 0.1 s a request and the decode of 100 tokens 0.5 x (1 + n/10) s,
+// so E2E reaches 2.5 s at 13.3. Before, the sum stopped at 2 and was
+// followed to 4 at most: no estimate.
+func TestE2EFollowsTTFTsTrend(t *testing.T) {
+	itl := func(n float64) float64 { return 0.005 * (1 + n/10) }
+	probe := func(n float64, burst int) Point {
+		return Point{Time: t0, Load: n, InFlight: n, Level: n, Burst: burst, TTFT: 0.1 * n, E2E: 0.1*n + 100*itl(n), ITL: itl(n), Decode: 1 / itl(n)}
+	}
+	ps := []Point{probe(1, 0), probe(2, 2), probe(2, 2)}
+	for _, n := range []float64{1, 3, 5, 10, 15, 20, 25, 30, 35, 40} {
+		ps = append(ps, Point{Time: t0, Load: n, InFlight: n, TTFT: math.NaN(), E2E: math.NaN(), ITL: itl(n), Decode: 1 / itl(n), Engine: true})
+	}
+	e := Evaluate("a", UseCase{Name: "c", Statistic: "mean", E2EMax: 2.5}, ps, 1)
+	if math.Abs(e.BurstCapacity-40.0/3) > 1e-6 {
+		t.Fatalf("burst capacity %v, want 13.33 (%s; curve %v)", e.BurstCapacity, e.Why, e.SLOs[0].BurstCurve)
+	}
+	for _, k := range e.SLOs[0].BurstCurve {
+		if k.Load > 2 && k.N != 0 {
+			t.Errorf("knot %v past the largest burst counts samples: its TTFT is the trend's", k)
+		}
+	}
+}

@@ -265,7 +265,7 @@ func split(points []Point) (lone, together []Point) {
 // holds to Reach times it (lowest), and the engine's readings add the
 // loads production made. TTFT needs the levels of requests sent together
 // to span MinBurstSpread; from one level only, it is taken as proportional
-// to the level past it (proportional). That is a bound: n prompts sent together
+// to the level past it (Curve.extended). That is a bound: n prompts sent together
 // need n prefills of compute, so their mean TTFT is at most n times one
 // prompt's, and the capacity it gives lies at or below the burst curve's.
 // It lets a 96K use case, whose lone probe is all the budget buys in the
@@ -279,20 +279,25 @@ func burstCurve(name string, together, eng []Point, stat string) (Curve, string)
 	case "decode_tokens_per_second", "itl_seconds":
 		return fit(append(inFlight(settled(together)), eng...), value, stat, increasing), why
 	case "e2e_seconds":
+		// The decode part reaches as far as the engine's readings, the
+		// TTFT part only to the largest burst: past it, TTFT follows its
+		// trend, as TTFT's own curve does (burstReach), and the sum
+		// reaches as far as the decode part. Without that, a use case
+		// whose bursts were two requests had no E2E curve past two.
 		decode := fit(append(inFlight(together), eng...), func(p Point) float64 { return p.E2E - p.TTFT }, stat, true)
-		if len(ttft) != 1 || len(decode) == 0 {
-			return sum(ttft, decode), why
+		if len(ttft) == 0 || len(decode) == 0 {
+			return nil, why
 		}
-		c := sum(proportional(ttft, decode[len(decode)-1].Load), decode)
+		c := sum(ttft.extended(decode[len(decode)-1].Load), decode)
 		for i := range c {
-			if c[i].Load > ttft[0].Load {
-				c[i].N = 0 // the TTFT there is the model's
+			if c[i].Load > ttft[len(ttft)-1].Load {
+				c[i].N = 0 // the TTFT there is the trend's
 			}
 		}
 		return c, why
 	}
 	if len(ttft) == 1 {
-		return proportional(ttft, 2*ttft[0].Load), why
+		return ttft.extended(2 * ttft[0].Load), why
 	}
 	return ttft, why
 }
@@ -313,17 +318,6 @@ func noBurst(together []Point) string {
 		return "no requests sent together yet"
 	}
 	return ""
-}
-
-// proportional extends a TTFT curve of one level proportionally to the
-// level, to load to: a second knot there, marked as a model's by its zero
-// samples. Along it, crossing finds where the threshold is reached.
-func proportional(c Curve, to float64) Curve {
-	k := c[0]
-	if !(to > k.Load) {
-		return c
-	}
-	return Curve{k, {Load: to, Value: k.Value * to / k.Load}}
 }
 
 // steadyCurve fits one SLO's steady-state curve on lone probes and, for

@@ -141,10 +141,25 @@ func (c Curve) crossing(limit float64, increasing bool, reach float64) (load flo
 	if len(c) < 2 {
 		return math.NaN(), false
 	}
-	// Past the last knot, follow the steeper of the overall slope and the
-	// upper half's (from the first knot at half the highest load or above):
-	// a load-response bends upward as queues form, and the estimate must not
-	// promise what either trend denies.
+	last := c[len(c)-1]
+	l := math.Inf(1)
+	for _, from := range c.trend() {
+		if x := interpolate(from, last, limit); x > last.Load {
+			l = math.Min(l, x)
+		}
+	}
+	if l <= reach*last.Load {
+		return l, true
+	}
+	return math.NaN(), false
+}
+
+// trend is where the lines that carry a curve past its last knot start:
+// the steeper of the overall slope and the upper half's (from the first
+// knot at half the highest load or above), as a load-response bends
+// upward as queues form, and an estimate must not promise what either
+// trend denies. Only knots that differ from the last in load and value.
+func (c Curve) trend() []Knot {
 	last := c[len(c)-1]
 	upper := last // the last knot itself when no earlier one reaches half its load
 	for _, k := range c {
@@ -153,18 +168,33 @@ func (c Curve) crossing(limit float64, increasing bool, reach float64) (load flo
 			break
 		}
 	}
-	l := math.Inf(1)
+	var out []Knot
 	for _, from := range []Knot{c[0], upper} {
 		if last.Load > from.Load && last.Value != from.Value {
-			if x := interpolate(from, last, limit); x > last.Load {
-				l = math.Min(l, x)
-			}
+			out = append(out, from)
 		}
 	}
-	if l <= reach*last.Load {
-		return l, true
+	return out
+}
+
+// extended is an increasing curve with a knot more at load to, marked as a
+// model's by its zero samples: along its trend, or for a curve of one
+// knot, proportionally to the load. For TTFT of requests sent together,
+// proportional is a bound: n prompts sent together need n prefills of
+// compute, so their mean TTFT is at most n times one prompt's.
+func (c Curve) extended(to float64) Curve {
+	last := c[len(c)-1]
+	if !(to > last.Load) {
+		return c
 	}
-	return math.NaN(), false
+	v := last.Value * to / last.Load
+	if len(c) > 1 {
+		v = last.Value
+		for _, from := range c.trend() {
+			v = math.Max(v, last.Value+(to-last.Load)*(last.Value-from.Value)/(last.Load-from.Load))
+		}
+	}
+	return append(c[:len(c):len(c)], Knot{Load: to, Value: v})
 }
 
 // between is where the curve reaches v between two knots: linearly when

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -90,7 +91,8 @@ func TestOneLevelIsABound(t *testing.T) {
 		want     float64 // NaN: none
 		oneLevel bool
 	}{
-		{"lone probe at another's prefill", []Point{busy}, math.NaN(), false},
+		// Alone, it stands as the last of 2.5 sent together: 12 s at 3.6 s a prompt.
+		{"lone probe at another's prefill", []Point{busy}, 12 / 3.6, true},
 		{"idle probe: 12 s at 4 s a prompt", []Point{idle, busy}, 3, true},
 		// Past Reach times the most requests the server held (3), nothing.
 		{"idle probe, bound past reach", []Point{{Time: t0, Load: 1, InFlight: 1, Level: 1, TTFT: 1, E2E: 1.5, ITL: 0.016, Decode: 62.5}}, math.NaN(), false},
@@ -174,35 +176,44 @@ func TestSteadyAndBurstCurves(t *testing.T) {
 
 // A lone probe that met no other prefill is a burst of one at its prefill
 // level, whatever was decoding beside it; without a level, one that ran at
-// up to 1.5 requests in flight is.
+// up to 1.5 requests in flight is. Where no point is either (nor a burst),
+// lone probes stand at their levels, as the last of that many sent together.
 func TestSplitBurstsOfOne(t *testing.T) {
+	idle := Point{Load: 1, InFlight: 1, Level: 1}
 	tests := []struct {
-		name      string
-		p         Point
-		together  bool
-		burstLoad float64
+		name     string
+		ps       []Point
+		together []float64 // the loads of the burst curve's points
 	}{
-		{"no other prefill amid decoders", Point{Load: 11, InFlight: 11, Level: 1.04}, true, 1.04},
-		{"queued behind a prompt", Point{Load: 3, InFlight: 3, Level: 2.2}, false, 0},
-		{"no level, idle", Point{Load: 1.2, InFlight: 1.2}, true, 1.2},
-		{"no level, busy", Point{Load: 1.7, InFlight: 1.7}, false, 0},
-		{"level unreadable", Point{Load: 1.2, InFlight: 1.2, Level: math.NaN()}, true, 1.2},
-		{"a burst keeps its own", Point{Load: 6.5, InFlight: 9, Burst: 6}, true, 6.5},
+		{"no other prefill amid decoders", []Point{{Load: 11, InFlight: 11, Level: 1.04}}, []float64{1.04}},
+		{"queued behind a prompt, beside an idle probe", []Point{{Load: 3, InFlight: 3, Level: 2.2}, idle}, []float64{1}},
+		{"queued behind a prompt, nothing else", []Point{{Load: 3, InFlight: 3, Level: 2.2}}, []float64{2.2}},
+		{"no level, idle", []Point{{Load: 1.2, InFlight: 1.2}}, []float64{1.2}},
+		{"no level, busy", []Point{{Load: 1.7, InFlight: 1.7}}, nil},
+		{"level unreadable", []Point{{Load: 1.2, InFlight: 1.2, Level: math.NaN()}}, []float64{1.2}},
+		{"a burst keeps its own", []Point{{Load: 6.5, InFlight: 9, Burst: 6}, {Load: 3, InFlight: 3, Level: 2.2}}, []float64{6.5}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			lone, together := split([]Point{tc.p})
-			if wantLone := tc.p.Burst == 0; (len(lone) == 1) != wantLone {
-				t.Errorf("lone: %v, want %v", lone, wantLone)
+			lone, together := split(tc.ps)
+			alone := 0
+			for _, p := range tc.ps {
+				if p.Burst == 0 {
+					alone++
+				}
 			}
-			if (len(together) == 1) != tc.together {
-				t.Fatalf("together: %v, want %v", together, tc.together)
+			if len(lone) != alone {
+				t.Errorf("lone: %v, want %d", lone, alone)
 			}
-			if !tc.together {
-				return
+			var loads []float64
+			for _, g := range together {
+				loads = append(loads, g.Load)
+				if g.Burst < 1 {
+					t.Errorf("on the burst curve as %+v: not a burst", g)
+				}
 			}
-			if g := together[0]; g.Load != tc.burstLoad || g.Burst < 1 || g.InFlight != tc.p.InFlight {
-				t.Errorf("on the burst curve as %+v, want load %g, a burst, in flight %g", g, tc.burstLoad, tc.p.InFlight)
+			if !slices.Equal(loads, tc.together) {
+				t.Errorf("burst curve at loads %v, want %v", loads, tc.together)
 			}
 		})
 	}

@@ -253,6 +253,21 @@ func split(points []Point) (lone, together []Point) {
 			together = append(together, p)
 		}
 	}
+	if len(together) > 0 {
+		return lone, together
+	}
+	// No burst and no probe at an idle moment: a lone probe that met other
+	// prefills stands, at its level, for the last of that many requests
+	// sent together, whose TTFT is the longest of them. A bound on the
+	// early side still, so that a 96K use case whose one probe in the hour
+	// met production's prefill has an estimate (report 002: 16.6 s at level
+	// 2, where the report's cell of 2 has a mean of 12).
+	for _, p := range lone {
+		if p.Level >= 1 {
+			p.Load, p.Burst = p.Level, 1
+			together = append(together, p)
+		}
+	}
 	return lone, together
 }
 

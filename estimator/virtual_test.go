@@ -167,11 +167,15 @@ const seeds = 12
 
 // within is how many of the 180 runs TestShippedDefaultsInVirtualTime
 // must find within 15% or 1 request of the report, so that a change that
-// loses accuracy fails. Runs gave 116 and 117: goroutines that wake at one
-// instant of virtual time run in no fixed order, so a run near the
-// tolerance's edge can land either side, and the table is not compared
-// byte for byte. Issue 20 asks for 150.
-const within = 105
+// loses accuracy fails; unknown, how many may end the hour with no
+// estimate. Runs gave 121 to 124 within, and 0 to 1 with no estimate:
+// goroutines that wake at one instant of virtual time run in no fixed
+// order, so a run near the tolerance's edge can land either side, and the
+// table is not compared byte for byte. Issue 20 asks for 150 and none.
+const (
+	within  = 112
+	unknown = 2
+)
 
 // TestShippedDefaultsInVirtualTime runs the daemon with the shipped
 // configuration (one target, every default scenario and use case, the
@@ -244,7 +248,7 @@ func TestShippedDefaultsInVirtualTime(t *testing.T) {
 		var b bytes.Buffer
 		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 		fmt.Fprintf(tw, "report\tuse case\treport capacity\twithin 15%%/1, of %d\tlowest\tmedian\thighest\tno estimate at 60 min\tfirst estimate, median\tslowest\tbursts, median\tprobe occupancy, highest\n", seeds)
-		total := 0
+		total, none := 0, 0
 		for _, rw := range rows {
 			var caps, firsts, bursts []float64
 			ok, occ := 0, 0.0
@@ -262,15 +266,19 @@ func TestShippedDefaultsInVirtualTime(t *testing.T) {
 				}
 			}
 			total += ok
+			none += seeds - len(caps)
 			fmt.Fprintf(tw, "%s\t%s\t%.0f\t%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%.2f%%\n", rw.report, rw.u.Name, rw.u.Capacity, ok,
 				quantile(caps, 0, "%.1f"), quantile(caps, 0.5, "%.1f"), quantile(caps, 1, "%.1f"), seeds-len(caps),
 				quantile(firsts, 0.5, "%.0f min"), quantile(firsts, 1, "%.0f min"), quantile(bursts, 0.5, "%.0f"), 100*occ)
 		}
-		fmt.Fprintf(tw, "all\t\t\t%d of %d\t\t\t\t\t\t\t\t\n", total, len(rows)*seeds)
+		fmt.Fprintf(tw, "all\t\t\t%d of %d\t\t\t\t%d\t\t\t\t\n", total, len(rows)*seeds, none)
 		tw.Flush()
 		t.Log("\n" + b.String())
 		if total < within {
 			t.Errorf("%d runs within 15%% or 1 request of the report, %d before", total, within)
+		}
+		if none > unknown {
+			t.Errorf("%d runs with no estimate at the hour, at most %d before", none, unknown)
 		}
 	})
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/headroom-dev/headroom/capacity"
 	"github.com/headroom-dev/headroom/collector"
 	"github.com/headroom-dev/headroom/config"
 	"github.com/headroom-dev/headroom/engine"
@@ -45,5 +46,31 @@ func TestEstimatesFollowStatusAndConfig(t *testing.T) {
 	e.Configure(cfg, nil) // b back: its old points are gone
 	if got := e.Estimates(status, now); got[1].Samples != 0 || got[0].Samples != 1 {
 		t.Errorf("after b left and came back: %d and %d samples, want 1 and 0", got[0].Samples, got[1].Samples)
+	}
+}
+
+// Bursts go first to use cases with none, then to those with no capacity
+// to go by, then to those whose capacity they refine.
+func TestBurstRank(t *testing.T) {
+	burst := func(level float64) capacity.Point { return capacity.Point{Load: level, Burst: int(level)} }
+	lone := capacity.Point{Load: 4, Burst: 0}
+	tests := []struct {
+		name string
+		est  capacity.Estimate
+		want int
+	}{
+		{"no burst yet", capacity.Estimate{Capacity: 3, Points: []capacity.Point{lone}}, 0},
+		{"a burst of one only", capacity.Estimate{Capacity: 3, OneLevel: true, Points: []capacity.Point{{Load: 1, Burst: 1}}}, 0},
+		{"no capacity", capacity.Estimate{Capacity: math.NaN(), Points: []capacity.Point{lone, burst(3)}}, 1},
+		{"a bound from one level", capacity.Estimate{Capacity: 5, OneLevel: true, Points: []capacity.Point{burst(3)}}, 1},
+		{"past Reach times the largest burst", capacity.Estimate{Capacity: 40, Points: []capacity.Point{burst(3), burst(12)}}, 1},
+		{"within Reach of it", capacity.Estimate{Capacity: 24, Points: []capacity.Point{burst(3), burst(12)}}, 2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := burstRank(tc.est); got != tc.want {
+				t.Errorf("rank %d, want %d", got, tc.want)
+			}
+		})
 	}
 }

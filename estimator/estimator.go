@@ -108,17 +108,17 @@ func (e *Estimator) Burst(target string, load engine.Load, maxBurst int) (scenar
 // three, waited behind a 1K use case's refining bursts until the load rose
 // for good: 2 of 12 runs within the report's 48, 9 with this rank.
 func burstRank(est capacity.Estimate) int {
-	largest, any := 0.0, false
+	largest, seen := 0.0, false
 	for _, p := range est.Points {
 		if p.Burst > 1 {
-			any = true
+			seen = true
 			if p.Load > largest { // false for a level not known (NaN)
 				largest = p.Load
 			}
 		}
 	}
 	switch {
-	case !any:
+	case !seen:
 		return 0
 	case math.IsNaN(est.Capacity) || est.OneLevel || est.Capacity > capacity.Reach*largest:
 		return 1

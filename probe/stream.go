@@ -216,7 +216,7 @@ func send(ctx context.Context, ep Endpoint, api string, body []byte, maxTokens i
 	}
 	req.Header.Set("Accept", "text/event-stream")
 	res.Start = time.Now()
-	resp, err := ep.Client.Do(req)
+	resp, err := do(ep, req)
 	if err != nil {
 		return fail(res, classifyCtx(ctx, ConnectError), fmt.Errorf("post %s: %w", url, err))
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math"
 	"net"
 	"net/http"
@@ -377,48 +378,65 @@ type connKey struct{}
 
 // A server that drops a kept-alive connection as the next request arrives
 // (llama.cpp closes them after a few requests) costs no probe and no count:
-// the request goes again on a fresh connection.
+// the request goes again on a fresh connection, whether the drop came
+// before any of it was written (the transport resends that itself) or
+// while a long prompt was being written (a broken pipe, which it does not).
 func TestDroppedKeepAliveIsRetried(t *testing.T) {
-	body := sseBody(4)
-	var sentKey atomic.Bool
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, ok := r.Header["Idempotency-Key"]; ok {
-			sentKey.Store(true)
-		}
-		if r.Context().Value(connKey{}).(*atomic.Int32).Add(1) > 1 { // a reused connection: drop it unanswered
-			conn, _, err := w.(http.Hijacker).Hijack()
-			if err == nil {
-				conn.Close()
+	for _, tc := range []struct {
+		name   string
+		prompt string
+	}{
+		{"before the request", "hi"},
+		{"while the prompt was written", strings.Repeat("word ", 4<<20)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			body := sseBody(4)
+			var sentKey atomic.Bool
+			srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if _, ok := r.Header["Idempotency-Key"]; ok {
+					sentKey.Store(true)
+				}
+				if r.Context().Value(connKey{}).(*atomic.Int32).Add(1) > 1 { // a reused connection: drop it unanswered, unread
+					conn, _, err := w.(http.Hijacker).Hijack()
+					if err == nil {
+						conn.Close()
+					}
+					return
+				}
+				_, _ = io.Copy(io.Discard, r.Body)
+				if strings.HasSuffix(r.URL.Path, "/tokenize") {
+					fmt.Fprint(w, `{"tokens":[1,2,3]}`)
+					return
+				}
+				w.Header().Set("Content-Type", "text/event-stream")
+				_, _ = w.Write(body)
+			}))
+			srv.Config.ConnContext = func(ctx context.Context, _ net.Conn) context.Context {
+				return context.WithValue(ctx, connKey{}, new(atomic.Int32))
 			}
-			return
-		}
-		if strings.HasSuffix(r.URL.Path, "/tokenize") {
-			fmt.Fprint(w, `{"tokens":[1,2,3]}`)
-			return
-		}
-		w.Header().Set("Content-Type", "text/event-stream")
-		_, _ = w.Write(body)
-	}))
-	srv.Config.ConnContext = func(ctx context.Context, _ net.Conn) context.Context {
-		return context.WithValue(ctx, connKey{}, new(atomic.Int32))
-	}
-	srv.Start()
-	defer srv.Close()
-	ep := Endpoint{BaseURL: srv.URL, Client: NewClient(false)}
-	q := Request{API: "chat", Model: "m", Prompt: "hi", MaxTokens: 4}
-	for i := range 3 {
-		if r := Run(t.Context(), ep, q); r.Outcome != Success {
-			t.Fatalf("probe %d on a dropped connection: %s (%v)", i+1, r.Outcome, r.Err)
-		}
-	}
-	for i := range 3 {
-		resp, _, err := postJSON(t.Context(), ep, "/tokenize", []byte(`{"content":"hi"}`))
-		if err != nil {
-			t.Fatalf("count %d on a dropped connection: %v", i+1, err)
-		}
-		resp.Body.Close()
-	}
-	if sentKey.Load() {
-		t.Error("the idempotency marker went out as a header")
+			srv.Start()
+			defer srv.Close()
+			ep := Endpoint{BaseURL: srv.URL, Client: NewClient(false)}
+			q := Request{API: "chat", Model: "m", Prompt: tc.prompt, MaxTokens: 4}
+			for i := range 3 {
+				if r := Run(t.Context(), ep, q); r.Outcome != Success {
+					t.Fatalf("probe %d on a dropped connection: %s (%v)", i+1, r.Outcome, r.Err)
+				}
+			}
+			count, err := json.Marshal(map[string]string{"content": tc.prompt})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i := range 3 {
+				resp, _, err := postJSON(t.Context(), ep, "/tokenize", count)
+				if err != nil {
+					t.Fatalf("count %d on a dropped connection: %v", i+1, err)
+				}
+				resp.Body.Close()
+			}
+			if sentKey.Load() {
+				t.Error("the idempotency marker went out as a header")
+			}
+		})
 	}
 }

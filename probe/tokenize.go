@@ -7,8 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httptrace"
 	"strings"
+	"syscall"
 )
 
 // Counter counts the prompt tokens a server will see for a prompt text.
@@ -76,8 +79,44 @@ func postJSON(ctx context.Context, ep Endpoint, path string, body []byte) (*http
 	if err != nil {
 		return nil, url, err
 	}
-	resp, err := ep.Client.Do(req)
+	resp, err := do(ep, req)
 	return resp, url, err
+}
+
+// do sends a request built by newPost, and once more when the kept-alive
+// connection it went out on broke before any answer. The transport resends
+// an idempotent request itself only when none of it was written; llama.cpp
+// closes kept-alive connections after a few requests, and one whose 2,000
+// token prompt was half written met a broken pipe ('write: broken pipe',
+// connect_error) in a bench of 48 requests. A request cut off while it was
+// written is no whole request the server can have acted on.
+func do(ep Endpoint, req *http.Request) (*http.Response, error) {
+	reused := false
+	ctx := httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+		GotConn: func(i httptrace.GotConnInfo) { reused = i.Reused },
+	})
+	resp, err := ep.Client.Do(req.WithContext(ctx))
+	if err == nil || !reused || req.GetBody == nil || req.Context().Err() != nil || !dropped(err) {
+		return resp, err
+	}
+	again := req.Clone(req.Context())
+	if again.Body, err = req.GetBody(); err != nil {
+		return nil, err
+	}
+	return ep.Client.Do(again)
+}
+
+// dropped says whether a request failed on a connection the server closed:
+// the write broke (a broken pipe, a reset, or the transport's reader saw the
+// close first and shut the connection under the writer), or the answer never
+// came (EOF).
+func dropped(err error) bool {
+	for _, cause := range []error{syscall.EPIPE, syscall.ECONNRESET, net.ErrClosed, io.EOF, io.ErrUnexpectedEOF} {
+		if errors.Is(err, cause) {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *httpCounter) Count(ctx context.Context, text string) (int, error) {

@@ -285,7 +285,7 @@ func TestSteadyGapPlacedByBursts(t *testing.T) {
 	}
 	bursts := func(ps []Point, ttfts ...float64) []Point {
 		for i, level := range []float64{5, 10, 20} {
-			ps = append(ps, Point{Time: t0.Add(time.Duration(level) * time.Second), Load: level, InFlight: level, TTFT: ttfts[i], Burst: 2})
+			ps = append(ps, Point{Time: t0.Add(time.Duration(level) * time.Second), Load: level, InFlight: level, TTFT: ttfts[i], Burst: int(level)})
 		}
 		return ps
 	}
@@ -396,11 +396,12 @@ func TestBurst(t *testing.T) {
 		}
 		return ps
 	}
-	// burst adds a burst of n probes at a level whose mean TTFT is ttft
+	// burst adds n probes of a burst that held every position of its level
+	// (none of them failed, or none ahead of them), whose mean TTFT is ttft
 	// against the 1 s threshold below: its margin is 1-ttft.
 	burst := func(ps []Point, level float64, n int, ttft float64) []Point {
 		for range n {
-			ps = append(ps, Point{Time: t0.Add(time.Duration(level) * time.Second), Load: level, InFlight: level, TTFT: ttft, Burst: n})
+			ps = append(ps, Point{Time: t0.Add(time.Duration(level) * time.Second), Load: level, InFlight: level, TTFT: ttft, Burst: int(level)})
 		}
 		return ps
 	}
@@ -656,5 +657,49 @@ func TestE2EFollowsTTFTsTrend(t *testing.T) {
 		if k.Load > 2 && k.N != 0 {
 			t.Errorf("knot %v past the largest burst counts samples: its TTFT is the trend's", k)
 		}
+	}
+}
+
+// A burst amid production holds the last positions of its level; the cell
+// of that level also holds the positions ahead of it, filled in on the line
+// from one request alone to the burst's first first token. A burst that
+// held every position of its level is its own cell.
+func TestBurstAmidProductionStandsAtTheBack(t *testing.T) {
+	idle := Point{Time: t0, Load: 1, InFlight: 1, Level: 1, TTFT: 4.1}
+	at := func(level float64, n int, ttfts ...float64) []Point {
+		var ps []Point
+		for _, v := range ttfts {
+			ps = append(ps, Point{Time: t0.Add(time.Minute), Load: level, InFlight: 8, TTFT: v, Burst: n})
+		}
+		return ps
+	}
+	tests := []struct {
+		name   string
+		points []Point
+		level  float64
+		want   float64
+	}{
+		// Positions 1.13, 2.27 and 3.4 on the line from (1, 4.1) to (4.4,
+		// 19.45): 4.70, 9.82 and 14.94; with 19.45 and 23.49, 14.48.
+		{"two at the back of 5.4", append([]Point{idle}, at(5.4, 2, 19.45, 23.49)...), 5.4, 14.48},
+		{"three that held all three", append([]Point{idle}, at(3, 3, 6, 8, 10)...), 3, 8},
+		// A failed probe held its position: two of three at level 3.
+		{"one of three failed", append([]Point{idle}, at(3, 3, 8, 10)...), 3, 9},
+		{"no burst of one: nothing filled in", at(5.4, 2, 19.45, 23.49), 5.4, 21.47},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, together := split(tc.points)
+			c := cellTTFT(together, "mean")
+			for _, k := range c {
+				if math.Abs(k.Load-tc.level) < 1e-9 {
+					if math.Abs(k.Value-tc.want) > 0.01 {
+						t.Errorf("cell of %g: %.3f s, want %.2f (curve %v)", tc.level, k.Value, tc.want, c)
+					}
+					return
+				}
+			}
+			t.Errorf("no knot at %g: %v", tc.level, c)
+		})
 	}
 }

@@ -289,7 +289,7 @@ func split(points []Point) (lone, together []Point) {
 func burstCurve(name string, together, eng []Point, stat string) (Curve, string) {
 	value, increasing := metric(name)
 	why := noBurst(together)
-	ttft := fit(together, func(p Point) float64 { return p.TTFT }, stat, true)
+	ttft := cellTTFT(together, stat)
 	switch name {
 	case "decode_tokens_per_second", "itl_seconds":
 		return fit(append(inFlight(settled(together)), eng...), value, stat, increasing), why

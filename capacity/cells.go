@@ -1,0 +1,82 @@
+package capacity
+
+import (
+	"cmp"
+	"math"
+	"slices"
+	"time"
+)
+
+// cellTTFT is TTFT's burst curve as a benchmark measures it: at N, the
+// statistic of the TTFTs of a cell of N requests sent together, which queue
+// for prefill in positions 1 to N. A burst amid production stands at the
+// back of its queue: its level counts every prompt prefilled before its
+// last first token, production's included (monitor.BurstLevel), but its n
+// probes hold only the last n positions of that level, whose TTFTs are the
+// longest of such a cell. The positions before them, production's, are
+// filled in on the line from one request alone (the bursts of one) to the
+// burst's first first token, and the cell's statistic is taken over both:
+// a burst of two at level 5.4 in the simulator of report 002 at 64K, TTFTs
+// of 19.5 and 23.5 s where one request alone took 4.1, stands for a cell of
+// 5.4 at 14.5 s, not at their mean of 21.5. A burst that held every
+// position of its level (sent at a quiet moment) is its own cell, as is a
+// bench cell; without a burst of one, nothing is filled in and the burst's
+// own statistic, which errs high, stands.
+func cellTTFT(together []Point, stat string) Curve {
+	type key struct {
+		at    time.Time
+		level float64
+	}
+	bursts := map[key][]Point{}
+	var keys []key
+	var idle []float64
+	for _, p := range together {
+		if p.Burst == 1 {
+			idle = append(idle, p.TTFT)
+		}
+		k := key{p.Time, p.Load}
+		if p.Cell > 0 {
+			k.at = time.Time{} // a bench cell's requests are one level
+		}
+		if _, ok := bursts[k]; !ok {
+			keys = append(keys, k)
+		}
+		bursts[k] = append(bursts[k], p)
+	}
+	one := Statistic(idle, "mean") // NaN: no burst of one
+	type cell struct {
+		levels, values []float64
+	}
+	bins := map[int]*cell{}
+	for _, k := range keys {
+		if math.IsNaN(k.level) || k.level <= 0 {
+			continue
+		}
+		ps := bursts[k]
+		slices.SortStableFunc(ps, func(a, b Point) int { return cmp.Compare(a.TTFT, b.TTFT) })
+		b := int(math.Round(k.level))
+		if bins[b] == nil {
+			bins[b] = &cell{}
+		}
+		c := bins[b]
+		for _, p := range ps {
+			c.levels, c.values = append(c.levels, k.level), append(c.values, p.TTFT)
+		}
+		sent := max(len(ps), ps[0].Burst) // a failed probe held its position too
+		ahead := b - sent                 // positions held by others
+		if ahead <= 0 || math.IsNaN(one) || ps[0].Cell > 0 {
+			continue
+		}
+		first := k.level - float64(sent) + 1 // the position of the burst's first first token
+		for i := 1; i <= ahead; i++ {
+			x := float64(i) * (first - 1) / float64(ahead) // spread to the position before it
+			c.values = append(c.values, one+(ps[0].TTFT-one)*(x-1)/(first-1))
+		}
+	}
+	var out Curve
+	for _, c := range bins {
+		out = append(out, Knot{Load: Statistic(c.levels, "mean"), Value: Statistic(c.values, stat), N: len(c.levels)})
+	}
+	slices.SortFunc(out, func(a, b Knot) int { return cmp.Compare(a.Load, b.Load) })
+	return isotonic(out, true)
+}

@@ -68,12 +68,15 @@ pids+=($!)
 
 # Background users: each sends its next request (2,000 prompt tokens, 64
 # out) when the last one ends. Steps of a fifth of the run: 0, 1, 2, 1, 0.
+# Each prompt opens with a nonce, as production's differ: one prompt sent
+# over and over comes from llama.cpp's prompt cache and loads its decode
+# only (the run of 2026-11-24 11:06, docs/real-engine.md).
 prompt=$(python3 -c 'print(" ".join(["word"] * 1990))')
 user() {
 	local until=$1
 	while (($(date +%s) < until)); do
 		curl -s -m 120 "http://127.0.0.1:$PORT/v1/chat/completions" -H 'Content-Type: application/json' \
-			-d "{\"messages\":[{\"role\":\"user\",\"content\":\"$prompt\"}],\"max_tokens\":64}" >/dev/null || true
+			-d "{\"messages\":[{\"role\":\"user\",\"content\":\"$RANDOM$RANDOM $prompt\"}],\"max_tokens\":64}" >/dev/null || true
 	done
 }
 step=$((MINUTES * 60 / 5))

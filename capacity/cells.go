@@ -23,21 +23,14 @@ import (
 // bench cell; without a burst of one, nothing is filled in and the burst's
 // own statistic, which errs high, stands.
 func cellTTFT(together []Point, stat string) Curve {
-	type key struct {
-		at    time.Time
-		level float64
-	}
-	bursts := map[key][]Point{}
-	var keys []key
+	bursts := map[burst][]Point{}
+	var keys []burst
 	var idle []float64
 	for _, p := range together {
 		if p.Burst == 1 {
 			idle = append(idle, p.TTFT)
 		}
-		k := key{p.Time, p.Load}
-		if p.Cell > 0 {
-			k.at = time.Time{} // a bench cell's requests are one level
-		}
+		k := burstOf(p)
 		if _, ok := bursts[k]; !ok {
 			keys = append(keys, k)
 		}
@@ -79,4 +72,19 @@ func cellTTFT(together []Point, stat string) Curve {
 	}
 	slices.SortFunc(out, func(a, b Knot) int { return cmp.Compare(a.Load, b.Load) })
 	return isotonic(out, true)
+}
+
+// burst is what the probes of one burst share, as the monitor tags them:
+// when it was sent and its level; a bench cell's requests, their cell.
+type burst struct {
+	at    time.Time
+	level float64
+	cell  int
+}
+
+func burstOf(p Point) burst {
+	if p.Cell > 0 {
+		return burst{level: p.Load, cell: p.Cell}
+	}
+	return burst{at: p.Time, level: p.Load}
 }

@@ -435,18 +435,14 @@ func placed(slos []SLO) float64 {
 // A bench cell's requests (Cell > 0) ran in a closed loop that kept its
 // concurrency: every one of them is kept.
 func settled(together []Point) []Point {
-	type key struct {
-		at    time.Time
-		level float64
-	}
-	last := map[key]int{}
+	last := map[burst]int{}
 	var out []Point
 	for i, p := range together {
 		if p.Burst < 2 || p.Cell > 0 {
 			out = append(out, p)
 			continue
 		}
-		k := key{p.Time, p.Load}
+		k := burstOf(p)
 		if j, ok := last[k]; !ok || p.TTFT > together[j].TTFT {
 			last[k] = i
 		}

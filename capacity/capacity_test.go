@@ -686,6 +686,9 @@ func TestBurstAmidProductionStandsAtTheBack(t *testing.T) {
 		// A failed probe held its position: two of three at level 3.
 		{"one of three failed", append([]Point{idle}, at(3, 3, 8, 10)...), 3, 9},
 		{"no burst of one: nothing filled in", at(5.4, 2, 19.45, 23.49), 5.4, 21.47},
+		// Lone probes that met other prefills stand at their levels (split),
+		// as the last of that many: none is one request alone to fill from.
+		{"lone probes at their levels only", []Point{{Time: t0, Load: 2, InFlight: 2, Level: 1.8, TTFT: 5}, {Time: t0.Add(time.Minute), Load: 4, InFlight: 4, Level: 3, TTFT: 12}}, 3, 12},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

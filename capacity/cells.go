@@ -27,7 +27,7 @@ func cellTTFT(together []Point, stat string) Curve {
 	var keys []burst
 	var idle []float64
 	for _, p := range together {
-		if p.Burst == 1 {
+		if p.Burst == 1 && p.Load <= idleLevel { // not a lone probe standing at a busier level (split)
 			idle = append(idle, p.TTFT)
 		}
 		k := burstOf(p)

@@ -228,6 +228,10 @@ func Evaluate(target string, u UseCase, points []Point, load float64) Estimate {
 	return e
 }
 
+// idleLevel is the highest level at which a lone probe met no other
+// prefill: a burst of one (split), which a cell's first position is.
+const idleLevel = 1.5
+
 // split sorts a window's points by the curve they feed, leaving out those
 // in a burst's aftermath: lone probes the steady one; bursts and the lone
 // probes that met no other prefill, bursts of one, the burst one. A burst
@@ -248,7 +252,7 @@ func split(points []Point) (lone, together []Point) {
 		if !(level >= 1) {
 			level = p.Load
 		}
-		if level <= 1.5 {
+		if level <= idleLevel {
 			p.Load, p.Burst = level, 1
 			together = append(together, p)
 		}

@@ -634,6 +634,26 @@ func TestEngineDecodeExtendsTheCurve(t *testing.T) {
 	}
 }
 
+// The ratio of the probes' decode to the engine's is a factor: of two
+// probes, one idle at the engine's mean and one that queued and decoded 16
+// times slower (the prompts behind it prefilling), the middle is 4, not
+// the arithmetic 8.5, which would put the capacity below one request.
+func TestDecodeRatioIsGeometric(t *testing.T) {
+	engineITL := func(running float64) float64 { return 0.005 * (1 + running/10) }
+	idle := Point{Time: t0, Load: 2, InFlight: 2, Level: 1, TTFT: 3, Decode: 1 / engineITL(2)}
+	queued := Point{Time: t0, Load: 11, InFlight: 11, Level: 4.6, TTFT: 24, Decode: 1 / (16 * engineITL(11))}
+	ps := []Point{idle, queued}
+	for _, running := range []float64{1, 3, 5, 10, 15, 20} {
+		ps = append(ps, Point{Time: t0, Load: running, InFlight: running, TTFT: math.NaN(), E2E: math.NaN(),
+			ITL: engineITL(running), Decode: 1 / engineITL(running), Engine: true})
+	}
+	// 1/(4 x 0.005 x (1 + n/10)) is 25 tok/s at n = 10.
+	e := Evaluate("a", UseCase{Name: "c", Statistic: "mean", DecodeMin: 25}, ps, 1)
+	if got := e.SLOs[0].BurstCapacity; math.Abs(got-10) > 0.3 {
+		t.Errorf("decode burst capacity %.2f, want about 10 (curve %v)", got, e.SLOs[0].BurstCurve)
+	}
+}
+
 // E2E of requests sent together is a TTFT then a decode. The decode part
 // reaches as far as the engine's readings; the TTFT part, measured to a
 // burst of two, follows its trend there, as TTFT's own curve does. Here

@@ -232,15 +232,6 @@ func Evaluate(target string, u UseCase, points []Point, load float64) Estimate {
 // prefill: a burst of one (split), which a cell's first position is.
 const idleLevel = 1.5
 
-// prefillLevel is a lone probe's level, where the engine did not count
-// its prefill the requests it ran with.
-func prefillLevel(p Point) float64 {
-	if p.Level >= 1 {
-		return p.Level
-	}
-	return p.Load
-}
-
 // split sorts a window's points by the curve they feed, leaving out those
 // in a burst's aftermath: lone probes the steady one; bursts and the lone
 // probes that met no other prefill, bursts of one, the burst one. A burst
@@ -257,7 +248,11 @@ func split(points []Point) (lone, together []Point) {
 			continue
 		}
 		lone = append(lone, p)
-		if level := prefillLevel(p); level <= idleLevel {
+		level := p.Level
+		if !(level >= 1) {
+			level = p.Load
+		}
+		if level <= idleLevel {
 			p.Load, p.Burst = level, 1
 			together = append(together, p)
 		}
@@ -292,13 +287,19 @@ func split(points []Point) (lone, together []Point) {
 // takes n times one's compute at least, so the TTFT's span is a level too.
 // Bench cells keep theirs: every request of a cell was sent at once.
 func spanned(points []Point) []Point {
+	level := func(p Point) float64 {
+		if p.Level >= 1 {
+			return p.Level
+		}
+		return p.Load
+	}
 	// The quickest TTFT of a probe that met no other prefill: one prompt
 	// alone. Not per level: a token count can err high too (a probe at
 	// level 1.47 whose TTFT was one prompt's), and one such would raise
 	// every other level.
 	one := math.Inf(1)
 	for _, p := range points {
-		if p.Burst == 0 && !p.Aftermath && prefillLevel(p) <= idleLevel && p.TTFT > 0 {
+		if p.Burst == 0 && !p.Aftermath && level(p) <= idleLevel && p.TTFT > 0 {
 			one = math.Min(one, p.TTFT)
 		}
 	}
@@ -315,8 +316,8 @@ func spanned(points []Point) []Point {
 	out := make([]Point, len(points))
 	for i, p := range points {
 		switch {
-		case p.Burst == 0 && prefillLevel(p) >= 1:
-			p.Level = math.Max(prefillLevel(p), p.TTFT/one)
+		case p.Burst == 0 && level(p) >= 1:
+			p.Level = math.Max(level(p), p.TTFT/one)
 		case p.Burst > 1 && p.Cell == 0 && p.Load >= 1:
 			p.Load = math.Max(p.Load, last[burstOf(p)]/one)
 		}
@@ -415,9 +416,9 @@ func engineReadings(points []Point) (probes, eng []Point) {
 // engineDecode turns the engine's decode readings into points of one SLO's
 // decode part, as the use case's probes would have measured them: at each
 // reading's batch, the engine's time between tokens over all its requests
-// times the median ratio (geometric) of the probes' own decode time (per
-// token for decode speed and ITL, E2E after the first token for E2E) to
-// the engine's at the probes' requests in flight. The ratio carries what sets the probes
+// times the median ratio (geometric) of the probes' own decode time (per token for
+// decode speed and ITL, E2E after the first token for E2E) to the engine's
+// at the probes' requests in flight. The ratio carries what sets the probes
 // apart from production's mix: their context's KV reads, and for E2E their
 // token count. The readings carry how decode slows with the batch over every
 // load production made, which probes alone reach only with bursts. Nil for

@@ -11,9 +11,9 @@ import (
 // an hour of virtual time against the simulator of report 002, probing its
 // 64K scenario every 40 s beside one production user of the same shape,
 // calibration off. Some probes meet the user's prefill, most often its
-// tail, whose tokens are few and dear (attention), so the engine's prompt
-// counter puts such a probe at a level of about 1.2 while its TTFT is up to
-// 1.8 times one request's alone. Counted as idle, those
+// tail, whose tokens are few and dear (attention), so the
+// engine's prompt counter puts such a probe at a level of about 1.2 while
+// its TTFT is up to 1.8 times one request's alone. Counted as idle, those
 // probes drag the bound from one level (the threshold over one request's
 // TTFT, capacity.Evaluate) below what the idle probes give; at the
 // prefills their TTFTs span (capacity's spanned), they are not idle. In

@@ -17,9 +17,8 @@ import (
 // filled in on the line from one request alone (the bursts of one) to the
 // burst's first first token, and the cell's statistic is taken over both:
 // a burst of two at level 5.4 in the simulator of report 002 at 64K, TTFTs
-// of 19.5 and 23.5 s where one request alone took 4.1, stands for a cell at
-// the 5.7 prefills its last TTFT spans (spanned) at 13.5 s, not at their
-// mean of 21.5. A burst that held every
+// of 19.5 and 23.5 s where one request alone took 4.1, stands for a cell of
+// 5.4 at 14.5 s, not at their mean of 21.5. A burst that held every
 // position of its level (sent at a quiet moment) is its own cell, as is a
 // bench cell; without a burst of one, nothing is filled in and the burst's
 // own statistic, which errs high, stands.

@@ -239,7 +239,7 @@ const idleLevel = 1.5
 // decoding; where that level is not known, a lone probe counts as one when
 // it ran at up to 1.5 requests in flight.
 func split(points []Point) (lone, together []Point) {
-	for _, p := range spanned(points) {
+	for _, p := range points {
 		if p.Aftermath {
 			continue
 		}
@@ -273,57 +273,6 @@ func split(points []Point) (lone, together []Point) {
 		}
 	}
 	return lone, together
-}
-
-// spanned raises each probe's level to the prefills its TTFT spans: a
-// TTFT of k times the quickest seen of one prompt alone stands at level k
-// at least. A level counts the prompts prefilled before a first token by
-// their tokens (monitor.BurstLevel), but a token costs more the further
-// into its prompt it lies (attention), and every prefill step also carries
-// what production decodes: on report 002's profile, 64K probes that waited
-// for the tail of another 64K prompt took up to 1.8 times one alone at
-// levels of about 1.2, and as bursts of one pulled the bound from one level
-// down (estimator's TestQueuedLoneProbesAreNotIdle). n prompts' prefill
-// takes n times one's compute at least, so the TTFT's span is a level too.
-// Bench cells keep theirs: every request of a cell was sent at once.
-func spanned(points []Point) []Point {
-	level := func(p Point) float64 {
-		if p.Level >= 1 {
-			return p.Level
-		}
-		return p.Load
-	}
-	// The quickest TTFT of a probe that met no other prefill: one prompt
-	// alone. Not per level: a token count can err high too (a probe at
-	// level 1.47 whose TTFT was one prompt's), and one such would raise
-	// every other level.
-	one := math.Inf(1)
-	for _, p := range points {
-		if p.Burst == 0 && !p.Aftermath && level(p) <= idleLevel && p.TTFT > 0 {
-			one = math.Min(one, p.TTFT)
-		}
-	}
-	if math.IsInf(one, 1) {
-		return points
-	}
-	last := map[burst]float64{}
-	for _, p := range points {
-		if p.Burst > 1 && p.Cell == 0 {
-			k := burstOf(p)
-			last[k] = math.Max(last[k], p.TTFT)
-		}
-	}
-	out := make([]Point, len(points))
-	for i, p := range points {
-		switch {
-		case p.Burst == 0 && level(p) >= 1:
-			p.Level = math.Max(level(p), p.TTFT/one)
-		case p.Burst > 1 && p.Cell == 0 && p.Load >= 1:
-			p.Load = math.Max(p.Load, last[burstOf(p)]/one)
-		}
-		out[i] = p
-	}
-	return out
 }
 
 // burstCurve fits one SLO's burst curve, each part at the load it answers

@@ -365,9 +365,9 @@ func engineReadings(points []Point) (probes, eng []Point) {
 // engineDecode turns the engine's decode readings into points of one SLO's
 // decode part, as the use case's probes would have measured them: at each
 // reading's batch, the engine's time between tokens over all its requests
-// times the median ratio (geometric) of the probes' own decode time (per token for
-// decode speed and ITL, E2E after the first token for E2E) to the engine's
-// at the probes' requests in flight. The ratio carries what sets the probes
+// times the median ratio (geometric) of the probes' own decode time (per
+// token for decode speed and ITL, E2E after the first token for E2E) to
+// the engine's at the probes' requests in flight. The ratio carries what sets the probes
 // apart from production's mix: their context's KV reads, and for E2E their
 // token count. The readings carry how decode slows with the batch over every
 // load production made, which probes alone reach only with bursts. Nil for
@@ -405,13 +405,13 @@ func engineDecode(name string, eng, probes []Point) []Point {
 		return nil
 	}
 	// Ratios are factors: their median is taken in log space, where the
-	// middle of two is their geometric mean. A 64K probe that queued for
-	// 24 s decoded at a tenth of the engine's mean over the same batch
-	// (the prompts queued behind it prefilled while it decoded its few
-	// tokens); beside an idle probe's 0.7, the arithmetic middle, 5.4,
-	// scaled every reading by five, and decode, which bounds no report's
-	// capacity, bounded the use case at 3.4 requests (report 000's
-	// profile). The geometric one is 2.6.
+	// middle of two is their geometric mean. A probe that queued decodes
+	// its few tokens while the prompts queued behind it prefill, many
+	// times slower than the engine's mean over the same batch; as one of
+	// two ratios, its arithmetic middle scaled every reading by that much
+	// (TestDecodeRatioIsGeometric), and decode, which bounds no report's
+	// capacity, bounded report 000's document use case (lowest run 3.4 in
+	// the virtual table, 3.9 with this).
 	r := math.Exp(Statistic(ratios, "p50"))
 	out := make([]Point, len(eng))
 	for i, p := range eng {

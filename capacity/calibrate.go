@@ -52,7 +52,7 @@ func Burst(e Estimate, load, queued float64, maxBurst int) int {
 		idle = 1
 	}
 	least := max(math.Ceil(idle+MinBurstSpread-queued), 2)
-	a, ok := choose(aims(e.SLOs, load, queued, math.Max(loads[len(loads)-1], MinSpread+1)), least)
+	a, ok := choose(aims(e.SLOs, load, queued, math.Max(loads[len(loads)-1], MinSpread+1), e.Overhead), least)
 	if !ok {
 		return 0
 	}
@@ -79,7 +79,7 @@ type aim struct {
 	reach  float64 // how far past its highest load its curve is followed (burstReach)
 }
 
-func aims(slos []SLO, load, queued, first float64) []aim {
+func aims(slos []SLO, load, queued, first, overhead float64) []aim {
 	out := make([]aim, len(slos))
 	for i, s := range slos {
 		a := aim{base: load, ms: margins(s), open: math.IsInf(s.BurstCapacity, 1), reach: burstReach(s.Name)}
@@ -90,10 +90,12 @@ func aims(slos []SLO, load, queued, first float64) []aim {
 		if s.Name == "ttft_seconds" && len(a.ms) == 1 && a.ms[0].Value > 0 && a.ms[0].Value < 1 {
 			// From one level only: requests sent together queue for one
 			// prefill compute, so the TTFT of n grows about as n times one
-			// request's (burstReach), and the first burst aims where that
-			// reaches the threshold. At a long context that is a burst of
-			// two or three, not the highest load production made.
-			a.level = math.Max(math.Round(a.ms[0].Load/(1-a.ms[0].Value)), 2)
+			// request's prefill past the overhead (burstReach, Overhead),
+			// and the first burst aims where that reaches the threshold.
+			// At a long context that is a burst of two to four, not the
+			// highest load production made.
+			v := s.Threshold * (1 - a.ms[0].Value)
+			a.level = math.Max(math.Round(a.ms[0].Load*(s.Threshold-overhead)/(v-overhead)), 2)
 		}
 		a.breaks = s.BurstCapacity
 		if math.IsNaN(a.breaks) || a.open {

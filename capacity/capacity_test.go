@@ -84,26 +84,63 @@ func TestOneLevelIsABound(t *testing.T) {
 		}
 		return ps
 	}
-	u := UseCase{Name: "c", Statistic: "mean", TTFTMax: 12}
 	tests := []struct {
 		name     string
 		points   []Point
+		overhead float64 // UseCase.Overhead
 		want     float64 // NaN: none
 		oneLevel bool
 	}{
 		// Alone, it stands as the last of 2.5 sent together: 12 s at 3.6 s a prompt.
-		{"lone probe at another's prefill", []Point{busy}, 12 / 3.6, true},
-		{"idle probe: 12 s at 4 s a prompt", []Point{idle, busy}, 3, true},
+		{"lone probe at another's prefill", []Point{busy}, 0, 12 / 3.6, true},
+		{"idle probe: 12 s at 4 s a prompt", []Point{idle, busy}, 0, 3, true},
+		// n prefills, one overhead: 1 + 3n reaches 12 at 11/3.
+		{"idle probe, 1 s of it overhead", []Point{idle, busy}, 1, 11.0 / 3, true},
+		{"lone probe at another's prefill, with overhead", []Point{busy}, 1, 2.5 * 11 / 8, true},
 		// Past Reach times the most requests the server held (3), nothing.
-		{"idle probe, bound past reach", []Point{{Time: t0, Load: 1, InFlight: 1, Level: 1, TTFT: 1, E2E: 1.5, ITL: 0.016, Decode: 62.5}}, math.NaN(), false},
-		// Prefills side by side at 2: (6-4)/(2-1) s a request, 12 s at 5.
-		{"a burst of two beside it", append([]Point{idle}, burst(2, 6)...), 5, false},
+		{"idle probe, bound past reach", []Point{{Time: t0, Load: 1, InFlight: 1, Level: 1, TTFT: 1, E2E: 1.5, ITL: 0.016, Decode: 62.5}}, 0, math.NaN(), false},
+		// Prefills side by side at 2: (6-4)/(2-1) s a request, 12 s at 5,
+		// whatever the overhead: two levels give the slope.
+		{"a burst of two beside it", append([]Point{idle}, burst(2, 6)...), 0, 5, false},
+		{"a burst of two beside it, with overhead", append([]Point{idle}, burst(2, 6)...), 1, 5, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			u := UseCase{Name: "c", Statistic: "mean", TTFTMax: 12, Overhead: tc.overhead}
 			e := Evaluate("a", u, tc.points, 1)
 			if math.IsNaN(tc.want) != math.IsNaN(e.Capacity) || math.Abs(e.Capacity-tc.want) > 1e-9 || e.OneLevel != tc.oneLevel {
 				t.Errorf("capacity %v one level %v, want %v %v (%s)", e.Capacity, e.OneLevel, tc.want, tc.oneLevel, e.Why)
+			}
+		})
+	}
+}
+
+func TestOverhead(t *testing.T) {
+	idle := func(ttft float64) Point { return Point{Time: t0, Load: 1, Level: 1, TTFT: ttft} }
+	met := idle(0.2)
+	met.Level = 2 // met another prefill
+	burst := idle(0.2)
+	burst.Burst = 3
+	after := idle(0.2)
+	after.Aftermath = true
+	tests := []struct {
+		name     string
+		byPrompt map[int][]Point
+		want     float64
+	}{
+		// Report 000's simulator: 0.3624 s at 1K, 0.5772 s at 8K.
+		{"two lengths: their line at zero", map[int][]Point{1024: {idle(0.3624)}, 8192: {idle(0.5772)}}, 0.3624 - 1024*(0.5772-0.3624)/7168},
+		{"the quickest at each length", map[int][]Point{1024: {idle(0.5), idle(0.3624)}, 8192: {idle(0.5772), idle(0.9)}}, 0.3624 - 1024*(0.5772-0.3624)/7168},
+		{"the two shortest", map[int][]Point{1024: {idle(0.3624)}, 8192: {idle(0.5772)}, 65536: {idle(3)}}, 0.3624 - 1024*(0.5772-0.3624)/7168},
+		{"only probes that met no other prefill", map[int][]Point{1024: {idle(0.3624), met, burst, after}, 8192: {idle(0.5772)}}, 0.3624 - 1024*(0.5772-0.3624)/7168},
+		{"one length", map[int][]Point{1024: {idle(0.3624)}}, 0},
+		{"the longer not slower", map[int][]Point{1024: {idle(0.6)}, 8192: {idle(0.5772)}}, 0},
+		{"below zero", map[int][]Point{1024: {idle(0.1)}, 8192: {idle(1)}}, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Overhead(tc.byPrompt); math.Abs(got-tc.want) > 1e-12 {
+				t.Errorf("Overhead = %v, want %v", got, tc.want)
 			}
 		})
 	}
@@ -439,6 +476,12 @@ func TestBurst(t *testing.T) {
 				t.Errorf("Burst = %d, want %d", got, tc.want)
 			}
 		})
+	}
+	// n prefills and one overhead (0.05 s of the 0.1): 0.05 + 0.05n
+	// reaches 1 s at 19.
+	over := UseCase{Name: "c", Statistic: "mean", TTFTMax: 1, Overhead: 0.05}
+	if got := Burst(Evaluate("a", over, lone(1, 1, 1), 0), 0, 0, 32); got != 19 {
+		t.Errorf("first burst with overhead = %d, want 19", got)
 	}
 	// Decode speed answers to every request in flight, production's
 	// included: with 4 running, a batch of 10 is a burst of 6.

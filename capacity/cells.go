@@ -88,3 +88,46 @@ func burstOf(p Point) burst {
 	}
 	return burst{at: p.Time, level: p.Load}
 }
+
+// Overhead is the part of one request's TTFT that requests sent together
+// do not queue for: the HTTP round trip, tokenizing, scheduling, which
+// the server does for each request side by side. The bound from one level
+// (Curve.extended) multiplies the rest only: n prompts sent together need
+// n prefills, not n overheads. Report 000's server takes 0.38 s to a 1K
+// prompt's first token and 0.6 s to an 8K one's, so most of the 1K figure
+// is not prefill.
+//
+// It is taken from the quickest probes that met no other prefill at each
+// prompt length (byPrompt, the target's scenarios by their input tokens):
+// the line through the two shortest lengths, at length zero. Prefill time
+// grows at least linearly with the prompt (attention, superlinearly), so
+// that line passes at or below the true overhead, and the bound stays a
+// bound. 0 where fewer than two lengths have such a probe, or the longer
+// was not the slower.
+func Overhead(byPrompt map[int][]Point) float64 {
+	type quickest struct {
+		length int
+		ttft   float64
+	}
+	var qs []quickest
+	for length, ps := range byPrompt {
+		q := math.Inf(1)
+		for _, p := range ps {
+			if p.Burst == 0 && !p.Aftermath && p.Level >= 1 && p.Level <= idleLevel && p.TTFT > 0 {
+				q = math.Min(q, p.TTFT)
+			}
+		}
+		if length > 0 && !math.IsInf(q, 1) {
+			qs = append(qs, quickest{length, q})
+		}
+	}
+	if len(qs) < 2 {
+		return 0
+	}
+	slices.SortFunc(qs, func(a, b quickest) int { return cmp.Compare(a.length, b.length) })
+	a, b := qs[0], qs[1]
+	if !(b.ttft > a.ttft) {
+		return 0
+	}
+	return math.Max(0, a.ttft-float64(a.length)*(b.ttft-a.ttft)/float64(b.length-a.length))
+}

@@ -16,9 +16,13 @@ type UseCase struct {
 	Window         time.Duration
 	// Recent is where the window begins: older points feed the curves,
 	// not the window's statistic. Zero: every point is recent.
-	Recent    time.Time
-	TTFTMax   float64 // seconds
-	E2EMax    float64 // seconds
+	Recent  time.Time
+	TTFTMax float64 // seconds
+	E2EMax  float64 // seconds
+	// Overhead is the part of one request's TTFT, in seconds, that
+	// requests sent together do not queue for (HTTP, tokenizing,
+	// scheduling): the target's, from Overhead. 0 where not known.
+	Overhead  float64
 	ITLMax    float64 // seconds
 	DecodeMin float64 // tokens/s
 }
@@ -80,7 +84,10 @@ type Estimate struct {
 	// one level only, with TTFT taken as proportional to the level past it
 	// (burstCurve): a bound on the early side that bursts at other levels
 	// replace.
-	OneLevel bool    `json:"one_level,omitempty"`
+	OneLevel bool `json:"one_level,omitempty"`
+	// Overhead is the use case's (UseCase.Overhead): what a bound from
+	// one level does not multiply.
+	Overhead float64 `json:"ttft_overhead_s,omitempty"`
 	Why      string  `json:"why,omitempty"`
 	SLOs     []SLO   `json:"slos"`
 	Points   []Point `json:"points"`
@@ -132,7 +139,8 @@ func Evaluate(target string, u UseCase, points []Point, load float64) Estimate {
 	points, eng := engineReadings(points)
 	e := Estimate{Target: target, UseCase: u.Name, Scenario: u.Scenario, Capacity: math.NaN(),
 		SteadyCapacity: math.NaN(), BurstCapacity: math.NaN(), Load: load,
-		Free: math.NaN(), Ratio: math.NaN(), Margin: math.NaN(), Samples: len(points), SamplesNeeded: MinSamples, Points: points}
+		Free: math.NaN(), Ratio: math.NaN(), Margin: math.NaN(), Samples: len(points), SamplesNeeded: MinSamples, Points: points,
+		Overhead: u.Overhead}
 	e.SLOs = u.SLOs()
 	if len(points) == 0 {
 		e.Why = "no successful probe in the window"
@@ -162,7 +170,7 @@ func Evaluate(target string, u UseCase, points []Point, load float64) Estimate {
 		s.Value = Statistic(values(recent(lone, u.Recent), value), u.Statistic)
 		engDecode := engineDecode(s.Name, eng, decoders)
 		s.Capacity, s.Curve, s.Why = solve(steadyCurve(s.Name, lone, engDecode, u.Statistic), increasing, s.Threshold, steadyShort)
-		curve, short := burstCurve(s.Name, together, engDecode, u.Statistic)
+		curve, short := burstCurve(s.Name, together, engDecode, u.Statistic, u.Overhead)
 		reach := burstReach(s.Name)
 		if oneLevel && len(curve) > 0 && (s.Name == "ttft_seconds" || s.Name == "e2e_seconds") {
 			// The bound knows nothing of what stops a server short of its
@@ -283,14 +291,15 @@ func split(points []Point) (lone, together []Point) {
 // Decode speed and ITL need no spread of loads: from one alone, the curve
 // holds to Reach times it (lowest), and the engine's readings add the
 // loads production made. TTFT needs the levels of requests sent together
-// to span MinBurstSpread; from one level only, it is taken as proportional
-// to the level past it (Curve.extended). That is a bound: n prompts sent together
-// need n prefills of compute, so their mean TTFT is at most n times one
-// prompt's, and the capacity it gives lies at or below the burst curve's.
+// to span MinBurstSpread; from one level only, its part past the overhead
+// is taken as proportional to the level past it (Curve.extended). That is
+// a bound: n prompts sent together need n prefills of compute, so their
+// mean TTFT is at most the overhead plus n times one prompt's prefill, and
+// the capacity it gives lies at or below the burst curve's.
 // It lets a 96K use case, whose lone probe is all the budget buys in the
 // first minutes, have an estimate before its first burst, which then aims
 // at that bound (Burst) and replaces it.
-func burstCurve(name string, together, eng []Point, stat string) (Curve, string) {
+func burstCurve(name string, together, eng []Point, stat string, overhead float64) (Curve, string) {
 	value, increasing := metric(name)
 	why := noBurst(together)
 	ttft := cellTTFT(together, stat)
@@ -307,7 +316,7 @@ func burstCurve(name string, together, eng []Point, stat string) (Curve, string)
 		if len(ttft) == 0 || len(decode) == 0 {
 			return nil, why
 		}
-		c := sum(ttft.extended(decode[len(decode)-1].Load), decode)
+		c := sum(ttft.extended(decode[len(decode)-1].Load, overhead), decode)
 		for i := range c {
 			if c[i].Load > ttft[len(ttft)-1].Load {
 				c[i].N = 0 // the TTFT there is the trend's
@@ -316,7 +325,7 @@ func burstCurve(name string, together, eng []Point, stat string) (Curve, string)
 		return c, why
 	}
 	if len(ttft) == 1 {
-		return ttft.extended(2 * ttft[0].Load), why
+		return ttft.extended(2*ttft[0].Load, overhead), why
 	}
 	return ttft, why
 }

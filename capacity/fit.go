@@ -179,15 +179,16 @@ func (c Curve) trend() []Knot {
 
 // extended is an increasing curve with a knot more at load to, marked as a
 // model's by its zero samples: along its trend, or for a curve of one
-// knot, proportionally to the load. For TTFT of requests sent together,
-// proportional is a bound: n prompts sent together need n prefills of
-// compute, so their mean TTFT is at most n times one prompt's.
-func (c Curve) extended(to float64) Curve {
+// knot, proportionally to the load past the overhead. For TTFT of requests
+// sent together, that is a bound: n prompts sent together need n prefills
+// of compute but one overhead each, side by side (Overhead), so their mean
+// TTFT is at most the overhead plus n times one prompt's prefill.
+func (c Curve) extended(to, overhead float64) Curve {
 	last := c[len(c)-1]
 	if !(to > last.Load) {
 		return c
 	}
-	v := last.Value * to / last.Load
+	v := overhead + (last.Value-overhead)*to/last.Load
 	if len(c) > 1 {
 		v = last.Value
 		for _, from := range c.trend() {

@@ -82,8 +82,9 @@ func (e Estimate) MarshalJSON() ([]byte, error) {
 		Next     string `json:"next_probe,omitempty"`
 		Seed     int    `json:"seed_points,omitempty"`
 		OneLevel bool   `json:"one_level,omitempty"`
+		Overhead num    `json:"ttft_overhead_s,omitempty"`
 		Why      string `json:"why,omitempty"`
 		SLOs     []SLO  `json:"slos"`
 		Points   any    `json:"points"`
-	}{e.Target, e.UseCase, e.Scenario, num(e.Capacity), num(e.SteadyCapacity), num(e.BurstCapacity), num(e.Load), num(e.Free), num(e.Ratio), num(e.Margin), e.Samples, e.SamplesNeeded, next, e.Seed, e.OneLevel, e.Why, e.SLOs, pts})
+	}{e.Target, e.UseCase, e.Scenario, num(e.Capacity), num(e.SteadyCapacity), num(e.BurstCapacity), num(e.Load), num(e.Free), num(e.Ratio), num(e.Margin), e.Samples, e.SamplesNeeded, next, e.Seed, e.OneLevel, num(e.Overhead), e.Why, e.SLOs, pts})
 }

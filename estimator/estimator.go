@@ -187,8 +187,20 @@ func (e *Estimator) estimate(seeds Seeds, target string, u config.UseCase, load 
 	cu := useCase(u)
 	cu.Recent = now.Add(-u.Window)
 	since := now.Add(-u.CurveWindow)
+	cu.Overhead = e.overhead(target, since)
 	points := append(e.store.Window(target, u.Scenario, since), e.store.Window(target, engineSeries, since)...)
 	return capacity.Seeded(target, cu, points, seeds[target][u.Scenario], load)
+}
+
+// overhead is the target's TTFT overhead (capacity.Overhead) from every
+// scenario's probes since then.
+func (e *Estimator) overhead(target string, since time.Time) float64 {
+	cfg, _ := e.state()
+	byPrompt := map[int][]capacity.Point{}
+	for _, s := range cfg.Scenarios {
+		byPrompt[s.InputTokens] = append(byPrompt[s.InputTokens], e.store.Window(target, s.Name, since)...)
+	}
+	return capacity.Overhead(byPrompt)
 }
 
 // Known implements monitor.Recorder: how many of the use cases have a

@@ -94,8 +94,11 @@ func aims(slos []SLO, load, queued, first, overhead float64) []aim {
 			// and the first burst aims where that reaches the threshold.
 			// At a long context that is a burst of two to four, not the
 			// highest load production made.
-			v := s.Threshold * (1 - a.ms[0].Value)
-			a.level = math.Max(math.Round(a.ms[0].Load*(s.Threshold-overhead)/(v-overhead)), 2)
+			v, o := s.Threshold*(1-a.ms[0].Value), overhead
+			if !(o < v) {
+				o = 0 // as Curve.extended
+			}
+			a.level = math.Max(math.Round(a.ms[0].Load*(s.Threshold-o)/(v-o)), 2)
 		}
 		a.breaks = s.BurstCapacity
 		if math.IsNaN(a.breaks) || a.open {

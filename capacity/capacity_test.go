@@ -97,6 +97,7 @@ func TestOneLevelIsABound(t *testing.T) {
 		// n prefills, one overhead: 1 + 3n reaches 12 at 11/3.
 		{"idle probe, 1 s of it overhead", []Point{idle, busy}, 1, 11.0 / 3, true},
 		{"lone probe at another's prefill, with overhead", []Point{busy}, 1, 2.5 * 11 / 8, true},
+		{"an overhead past the knot's TTFT is not this curve's", []Point{idle, busy}, 5, 3, true},
 		// Past Reach times the most requests the server held (3), nothing.
 		{"idle probe, bound past reach", []Point{{Time: t0, Load: 1, InFlight: 1, Level: 1, TTFT: 1, E2E: 1.5, ITL: 0.016, Decode: 62.5}}, 0, math.NaN(), false},
 		// Prefills side by side at 2: (6-4)/(2-1) s a request, 12 s at 5,

@@ -16,15 +16,15 @@ type UseCase struct {
 	Window         time.Duration
 	// Recent is where the window begins: older points feed the curves,
 	// not the window's statistic. Zero: every point is recent.
-	Recent  time.Time
-	TTFTMax float64 // seconds
-	E2EMax  float64 // seconds
+	Recent    time.Time
+	TTFTMax   float64 // seconds
+	E2EMax    float64 // seconds
+	ITLMax    float64 // seconds
+	DecodeMin float64 // tokens/s
 	// Overhead is the part of one request's TTFT, in seconds, that
 	// requests sent together do not queue for (HTTP, tokenizing,
 	// scheduling): the target's, from Overhead. 0 where not known.
-	Overhead  float64
-	ITLMax    float64 // seconds
-	DecodeMin float64 // tokens/s
+	Overhead float64
 }
 
 // Limits of the estimate.

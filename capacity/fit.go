@@ -188,6 +188,9 @@ func (c Curve) extended(to, overhead float64) Curve {
 	if !(to > last.Load) {
 		return c
 	}
+	if !(overhead < last.Value) {
+		overhead = 0 // not this curve's: the knot is quicker than it
+	}
 	v := overhead + (last.Value-overhead)*to/last.Load
 	if len(c) > 1 {
 		v = last.Value

@@ -12,13 +12,15 @@ import (
 
 // Stream is an OpenAI-compatible chat server with scripted timings: each
 // request's first token is flushed TTFT after it arrives, then one token
-// every ITL, as many as max_tokens. It records when it flushed each first
-// token, so a client's TTFT can be set against the server's own.
+// every ITL, as many as max_tokens. It records when it began to flush each
+// first token, so a client's TTFT can be set against the server's own: read
+// before the write, never after the client has the token (read after the
+// flush returned, a busy machine once put it 0.3 ms past the client's).
 type Stream struct {
 	TTFT, ITL time.Duration
 
 	mu    sync.Mutex
-	first []time.Duration // arrival -> first flush, per request
+	first []time.Duration // arrival -> first flush begun, per request
 }
 
 // ServeHTTP answers /v1/models, /v1/chat/completions and /stats.
@@ -63,15 +65,15 @@ func (s *Stream) complete(w http.ResponseWriter, r *http.Request) {
 		}
 		if i == 0 {
 			w.Header().Set("Content-Type", "text/event-stream")
+			if q.MaxTokens > 1 { // sizing requests are no stream to time
+				s.mu.Lock()
+				s.first = append(s.first, time.Since(arrived))
+				s.mu.Unlock()
+			}
 		}
 		fmt.Fprint(w, chunk)
 		if fl != nil {
 			fl.Flush()
-		}
-		if i == 0 && q.MaxTokens > 1 { // sizing requests are no stream to time
-			s.mu.Lock()
-			s.first = append(s.first, time.Since(arrived))
-			s.mu.Unlock()
 		}
 		t.Reset(s.ITL)
 	}

@@ -286,7 +286,7 @@ func TestOutputsGolden(t *testing.T) {
 // requests, run at 10x. About four minutes of wall time.
 func TestReproducesReport000(t *testing.T) {
 	if testing.Short() {
-		t.Skip("a whole sweep: about three minutes")
+		t.Skip("a whole sweep: about four minutes")
 	}
 	reports, err := sim.Reports()
 	if err != nil {

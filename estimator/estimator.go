@@ -86,7 +86,7 @@ func (e *Estimator) Burst(target string, load engine.Load, maxBurst int) (scenar
 	}
 	best, bestRank := math.Inf(1), 3
 	for _, u := range useCasesOf(cfg, target) {
-		est := e.estimate(seeds, target, u, load.InFlight(), now)
+		est := e.estimate(cfg, seeds, target, u, load.InFlight(), now)
 		k := capacity.Burst(est, load.InFlight(), load.Waiting, min(maxBurst, affordable(est.Points, cfg.ProbeBudget, u.Window)))
 		if k < 2 {
 			continue
@@ -175,7 +175,7 @@ func (e *Estimator) Estimates(status []collector.TargetStatus, now time.Time) []
 			if !t.Probes(u.Scenario) {
 				continue
 			}
-			est := e.estimate(seeds, t.Name, u, load, now)
+			est := e.estimate(cfg, seeds, t.Name, u, load, now)
 			est.NextProbe = s.Next[u.Scenario]
 			out = append(out, est)
 		}
@@ -183,19 +183,19 @@ func (e *Estimator) Estimates(status []collector.TargetStatus, now time.Time) []
 	return out
 }
 
-func (e *Estimator) estimate(seeds Seeds, target string, u config.UseCase, load float64, now time.Time) capacity.Estimate {
+func (e *Estimator) estimate(cfg *config.Config, seeds Seeds, target string, u config.UseCase, load float64, now time.Time) capacity.Estimate {
 	cu := useCase(u)
 	cu.Recent = now.Add(-u.Window)
 	since := now.Add(-u.CurveWindow)
-	cu.Overhead = e.overhead(target, since)
+	cu.Overhead = e.overhead(cfg, target, since)
 	points := append(e.store.Window(target, u.Scenario, since), e.store.Window(target, engineSeries, since)...)
 	return capacity.Seeded(target, cu, points, seeds[target][u.Scenario], load)
 }
 
 // overhead is the target's TTFT overhead (capacity.Overhead) from every
-// scenario's probes since then.
-func (e *Estimator) overhead(target string, since time.Time) float64 {
-	cfg, _ := e.state()
+// scenario's probes since then, under the caller's configuration (the
+// one its use case came from, not a reload's since).
+func (e *Estimator) overhead(cfg *config.Config, target string, since time.Time) float64 {
 	byPrompt := map[int][]capacity.Point{}
 	for _, s := range cfg.Scenarios {
 		byPrompt[s.InputTokens] = append(byPrompt[s.InputTokens], e.store.Window(target, s.Name, since)...)
@@ -210,7 +210,7 @@ func (e *Estimator) Known(target string) (known, total int) {
 	now := time.Now()
 	us := useCasesOf(cfg, target)
 	for _, u := range us {
-		if !math.IsNaN(e.estimate(seeds, target, u, math.NaN(), now).Capacity) {
+		if !math.IsNaN(e.estimate(cfg, seeds, target, u, math.NaN(), now).Capacity) {
 			known++
 		}
 	}

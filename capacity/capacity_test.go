@@ -363,18 +363,22 @@ func TestIsotonicPoolsDips(t *testing.T) {
 
 func TestCrossingBetweenKnots(t *testing.T) {
 	for _, tc := range []struct {
-		name  string
-		curve Curve
-		limit float64
-		want  float64
+		name   string
+		curve  Curve
+		limit  float64
+		want   float64
+		convex bool
 	}{
-		{"linear within Reach", Curve{{10, 1, 1}, {15, 2, 1}}, 1.5, 12.5},
+		{"linear within Reach", Curve{{10, 1, 1}, {15, 2, 1}}, 1.5, 12.5, false},
 		// Halfway in value across a gap of 4x is halfway in log load: 20, not 25.
-		{"log load across a wider gap", Curve{{10, 1, 1}, {40, 2, 1}}, 1.5, 20},
-		{"decreasing across a gap", Curve{{10, 100, 1}, {40, 20, 1}}, 60, 20},
+		{"log load across a wider gap", Curve{{10, 1, 1}, {40, 2, 1}}, 1.5, 20, false},
+		{"decreasing across a gap", Curve{{10, 100, 1}, {40, 20, 1}}, 60, 20, false},
+		// A convex curve lies below the line between two knots, so the
+		// line's crossing is the earlier one: across any gap.
+		{"convex across a gap", Curve{{10, 1, 1}, {40, 2, 1}}, 1.5, 25, true},
 	} {
 		increasing := tc.curve[1].Value > tc.curve[0].Value
-		if got, ok := tc.curve.crossing(tc.limit, increasing, Reach); !ok || math.Abs(got-tc.want) > 1e-9 {
+		if got, ok := tc.curve.crossing(tc.limit, increasing, tc.convex, Reach); !ok || math.Abs(got-tc.want) > 1e-9 {
 			t.Errorf("%s: crossing = %v (ok %v), want %v", tc.name, got, ok, tc.want)
 		}
 	}

@@ -110,10 +110,11 @@ func isotonic(c Curve, increasing bool) Curve {
 }
 
 // crossing is the load at which a fitted curve reaches limit (bad is above
-// the limit when increasing). It interpolates between knots and extrapolates
-// at most reach times the highest observed load.
+// the limit when increasing). It interpolates between knots, linearly where
+// the curve is convex and else as between does, and extrapolates at most
+// reach times the highest observed load.
 // ok is false when the curve does not reach the limit within that reach.
-func (c Curve) crossing(limit float64, increasing bool, reach float64) (load float64, ok bool) {
+func (c Curve) crossing(limit float64, increasing, convex bool, reach float64) (load float64, ok bool) {
 	bad := func(v float64) bool {
 		if increasing {
 			return v > limit
@@ -135,6 +136,9 @@ func (c Curve) crossing(limit float64, increasing bool, reach float64) (load flo
 	}
 	for i := 1; i < len(c); i++ {
 		if bad(c[i].Value) {
+			if convex {
+				return interpolate(c[i-1], c[i], limit), true
+			}
 			return between(c[i-1], c[i], limit), true
 		}
 	}

@@ -14,37 +14,15 @@
 #   scripts/llamacpp-vs-bench.sh            # writes into $OUT (default: a temp dir)
 #
 # Environment: LLAMA_DIR (default ~/.cache/headroom-real-engine), PORT
-# (18080), MINUTES (15), OUT.
+# (18080), WEB (19835), MINUTES (15), OUT.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-LLAMA_DIR=${LLAMA_DIR:-$HOME/.cache/headroom-real-engine}
-PORT=${PORT:-18080}
 WEB=${WEB:-19835}
 MINUTES=${MINUTES:-15}
-OUT=${OUT:-$(mktemp -d)}
-server=$LLAMA_DIR/llsrc/build/bin/llama-server
-if [[ ! -x $server || ! -f $LLAMA_DIR/tiny.gguf ]]; then
-	echo "no llama.cpp build in $LLAMA_DIR: run ../shared/real-engine/build.sh first" >&2
-	exit 2
-fi
-mkdir -p "$OUT"
-go build -o "$OUT/headroom" ./cmd/headroom
-
-pids=()
-cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-	wait 2>/dev/null || true
-}
-trap cleanup EXIT
-
-"$server" -m "$LLAMA_DIR/tiny.gguf" --host 127.0.0.1 --port "$PORT" --metrics \
-	-c 32768 --parallel 8 --kv-unified --cont-batching -t 2 >"$OUT/llama-server.log" 2>&1 &
-pids+=($!)
-for _ in $(seq 60); do
-	curl -sf "http://127.0.0.1:$PORT/health" >/dev/null && break
-	sleep 1
-done
+# shellcheck source=scripts/llamacpp-server.sh
+. scripts/llamacpp-server.sh
+start_llama
 
 cat >"$OUT/headroom.yml" <<EOF
 # A lab server: a tenth of its time for probes, each scenario every minute.

@@ -233,8 +233,12 @@ func TestCalibrationBursts(t *testing.T) {
 			continue
 		}
 		bursts++
-		if p.InFlight == nil || *p.InFlight < 1 || *p.InFlight > float64(p.Burst) {
-			t.Errorf("burst of %d: in_flight %s, want 1 to %d", p.Burst, fmtPtr(p.InFlight), p.Burst)
+		// Within float rounding: a burst whose probes all decoded over the
+		// same span sums to its size as a ratio of durations (3.00 failed).
+		if p.InFlight == nil {
+			t.Errorf("burst of %d: no in_flight", p.Burst)
+		} else if f := *p.InFlight; f < 1-1e-9 || f > float64(p.Burst)+1e-9 {
+			t.Errorf("burst of %d: in_flight %v, want 1 to %d", p.Burst, f, p.Burst)
 		}
 	}
 	if bursts == 0 || lone == 0 {

@@ -104,6 +104,9 @@ func TestOneLevelIsABound(t *testing.T) {
 		// whatever the overhead: two levels give the slope.
 		{"a burst of two beside it", append([]Point{idle}, burst(2, 6)...), 0, 5, false},
 		{"a burst of two beside it, with overhead", append([]Point{idle}, burst(2, 6)...), 1, 5, false},
+		// Levels 1 and 5, 5x apart: TTFT's crossing on the line between
+		// them, 1 + 4(12-4)/(20-4) = 3, not the log-load split's 5^0.5.
+		{"a burst of five beside it: the line across the gap", append([]Point{idle}, burst(5, 20)...), 0, 3, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -33,8 +33,7 @@ use_cases:
 EOF
 
 echo "== headroom serve for $MINUTES minutes, idle ($(date -u +%H:%M:%S))"
-"$OUT/headroom" serve --config.file "$OUT/headroom.yml" --web.listen-address "127.0.0.1:$WEB" 2>"$OUT/serve.log" &
-pids+=($!)
+start_headroom
 sleep $((MINUTES * 60))
 curl -s "http://127.0.0.1:$WEB/api/v1/status" >"$OUT/status.json"
 

@@ -1,12 +1,14 @@
 # Sourced by the scripts that run the real llama.cpp server of
 # ../shared/real-engine on this machine (its CPU build: build.sh there,
-# about 10 minutes, once). Defines pids, a cleanup trap, and start_llama,
-# which starts the server on 127.0.0.1:$PORT with its /metrics and waits
-# for it to be healthy; its log goes to $OUT/llama-server.log. Also builds
+# about 10 minutes, once). Defines pids, a cleanup trap that stops what
+# they started; start_llama, which starts the server on 127.0.0.1:$PORT
+# with its /metrics and waits for it to be healthy (log:
+# $OUT/llama-server.log); and start_headroom, which runs the daemon with
+# $OUT/headroom.yml on 127.0.0.1:$WEB (log: $OUT/serve.log). Also builds
 # the headroom binary into $OUT.
 #
 # Environment: LLAMA_DIR (default ~/.cache/headroom-real-engine), PORT
-# (18080), OUT (default: a temp dir).
+# (18080), OUT (default: a temp dir); WEB, the caller's.
 
 LLAMA_DIR=${LLAMA_DIR:-$HOME/.cache/headroom-real-engine}
 PORT=${PORT:-18080}
@@ -36,4 +38,9 @@ start_llama() {
 	done
 	echo "llama-server not healthy after 60 s: $OUT/llama-server.log" >&2
 	exit 1
+}
+
+start_headroom() {
+	"$OUT/headroom" serve --config.file "$OUT/headroom.yml" --web.listen-address "127.0.0.1:$WEB" 2>"$OUT/serve.log" &
+	pids+=($!)
 }

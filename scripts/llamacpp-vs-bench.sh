@@ -41,8 +41,7 @@ echo "== headroom bench ($(date -u +%H:%M:%S))"
 	--concurrency 1,2,3,4,6,8 --output-tokens 64 --out "$OUT/bench" 2>"$OUT/bench.log"
 
 echo "== headroom serve for $MINUTES minutes under stepped load ($(date -u +%H:%M:%S))"
-"$OUT/headroom" serve --config.file "$OUT/headroom.yml" --web.listen-address "127.0.0.1:$WEB" 2>"$OUT/serve.log" &
-pids+=($!)
+start_headroom
 
 # Background users: each sends its next request (2,000 prompt tokens, 64
 # out) when the last one ends. Steps of a fifth of the run: 0, 1, 2, 1, 0.

@@ -50,8 +50,8 @@ func (s *Server) registerMetrics() {
 		gauge(n.running, "Number of requests in model execution batches.", func(e *Engine) float64 { return float64(e.Running()) }),
 		gauge(n.waiting, "Number of requests waiting to be processed.", func(e *Engine) float64 { return float64(e.Waiting()) }),
 		gauge(n.kv, "KV-cache usage. 1 means 100 percent usage.", (*Engine).KVUsage),
-		counter(n.prompt, "Number of prefill tokens processed.", func(e *Engine) float64 { return e.PromptTokens }),
-		counter(n.gen, "Number of generation tokens processed.", func(e *Engine) float64 { return e.GenTokens }),
+		counter(n.prompt, "Number of prefill tokens processed.", func(*Engine) float64 { return s.finished.prompt }),
+		counter(n.gen, "Number of generation tokens processed.", func(*Engine) float64 { return s.finished.gen }),
 	)
 	lat := []float64{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80, 160, 640, 2560}
 	s.queue = hist(n.queue, "Histogram of time spent in WAITING phase for request.", lat)

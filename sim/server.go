@@ -28,6 +28,11 @@ type Server struct {
 	live   map[int64]*liveReq
 	wake   chan struct{}
 
+	// finished holds the token counters as of the last step whose time has
+	// passed: Step does a whole step's work at its start, and a server
+	// counts it at its end, as a reader of /metrics mid-step must see it.
+	finished struct{ prompt, gen float64 }
+
 	reg     *prometheus.Registry
 	ttft    prometheus.Observer
 	itl     prometheus.Observer
@@ -115,7 +120,12 @@ func (s *Server) Run(ctx context.Context) {
 		lr *liveReq
 		ev event
 	}
+	type observation struct {
+		h prometheus.Observer
+		v float64
+	}
 	var batch []out
+	var observed []observation // at the step's end, with its events
 	emit := func(id int64, k EventKind, t float64) {
 		lr, ok := s.live[id]
 		if !ok {
@@ -123,13 +133,13 @@ func (s *Server) Run(ctx context.Context) {
 		}
 		switch k {
 		case Admitted:
-			s.queue.Observe(t)
+			observed = append(observed, observation{s.queue, t})
 			return
 		case FirstToken:
 			lr.last = t
-			s.ttft.Observe(t - lr.submitted)
+			observed = append(observed, observation{s.ttft, t - lr.submitted})
 		case Token:
-			s.itl.Observe(t - lr.last)
+			observed = append(observed, observation{s.itl, t - lr.last})
 			lr.last = t
 		case Finished:
 			delete(s.live, id)
@@ -182,7 +192,7 @@ func (s *Server) Run(ctx context.Context) {
 			s.mu.Unlock()
 			continue
 		}
-		batch = batch[:0]
+		batch, observed = batch[:0], observed[:0]
 		s.eng.Step(emit)
 		end := s.eng.Now()
 		s.mu.Unlock()
@@ -193,6 +203,12 @@ func (s *Server) Run(ctx context.Context) {
 				return
 			case <-timer.C:
 			}
+		}
+		s.mu.Lock()
+		s.finished.prompt, s.finished.gen = s.eng.PromptTokens, s.eng.GenTokens
+		s.mu.Unlock()
+		for _, o := range observed {
+			o.h.Observe(o.v)
 		}
 		for _, o := range batch {
 			o.lr.events <- o.ev

@@ -216,8 +216,9 @@ func TestSteadyAndBurstCurves(t *testing.T) {
 }
 
 // A lone probe that met no other prefill is a burst of one at its prefill
-// level, whatever was decoding beside it; without a level, one that ran at
-// up to 1.5 requests in flight is. Where no point is either (nor a burst),
+// level, whatever was decoding beside it, unless it took more than 1.5
+// times the quickest such probe; without a level, one that ran at up to
+// 1.5 requests in flight is. Where no point is either (nor a burst),
 // lone probes stand at their levels, as the last of that many sent together.
 func TestSplitBurstsOfOne(t *testing.T) {
 	idle := Point{Load: 1, InFlight: 1, Level: 1}
@@ -233,6 +234,10 @@ func TestSplitBurstsOfOne(t *testing.T) {
 		{"no level, busy", []Point{{Load: 1.7, InFlight: 1.7}}, nil},
 		{"level unreadable", []Point{{Load: 1.2, InFlight: 1.2, Level: math.NaN()}}, []float64{1.2}},
 		{"a burst keeps its own", []Point{{Load: 6.5, InFlight: 9, Burst: 6}, {Load: 3, InFlight: 3, Level: 2.2}}, []float64{6.5}},
+		// Waited for KV-cache space: no prefill its level counts, five
+		// times one alone's TTFT.
+		{"waited for what its level does not count", []Point{{Load: 1, InFlight: 2, Level: 1, TTFT: 3}, {Load: 11, InFlight: 11, Level: 1.24, TTFT: 15.9}}, []float64{1}},
+		{"within 1.5 times the quickest", []Point{{Load: 1, InFlight: 2, Level: 1, TTFT: 3}, {Load: 5, InFlight: 5, Level: 1.3, TTFT: 4.4}}, []float64{1, 1.3}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -732,9 +737,11 @@ func TestE2EFollowsTTFTsTrend(t *testing.T) {
 }
 
 // A burst amid production holds the last positions of its level; the cell
-// of that level also holds the positions ahead of it, filled in on the line
-// from one request alone to the burst's first first token. A burst that
-// held every position of its level is its own cell.
+// of that level also holds the positions ahead of it, filled in back from
+// the burst's first first token at the step between its own first tokens
+// (none where the engine prefills a wave side by side), down to one request
+// alone at the lowest. A burst that held every position of its level is its
+// own cell.
 func TestBurstAmidProductionStandsAtTheBack(t *testing.T) {
 	idle := Point{Time: t0, Load: 1, InFlight: 1, Level: 1, TTFT: 4.1}
 	at := func(level float64, n int, ttfts ...float64) []Point {
@@ -750,9 +757,17 @@ func TestBurstAmidProductionStandsAtTheBack(t *testing.T) {
 		level  float64
 		want   float64
 	}{
-		// Positions 1.13, 2.27 and 3.4 on the line from (1, 4.1) to (4.4,
-		// 19.45): 4.70, 9.82 and 14.94; with 19.45 and 23.49, 14.48.
-		{"two at the back of 5.4", append([]Point{idle}, at(5.4, 2, 19.45, 23.49)...), 5.4, 14.48},
+		// First come, first served: a step of 4.04 s a position. Positions
+		// 1.13, 2.27 and 3.4, back from (4.4, 19.45): 6.25, 10.83 and
+		// 15.41; with 19.45 and 23.49, 15.09.
+		{"two at the back of 5.4", append([]Point{idle}, at(5.4, 2, 19.45, 23.49)...), 5.4, 15.09},
+		// Side by side: the burst's first tokens came together, and so
+		// would those of the two prompts ahead had they been sent with it.
+		// The line from one request alone would put them at 4.1 and 8.05,
+		// the cell at 9.63.
+		{"three side by side at the back of 5", append([]Point{idle}, at(5, 3, 12, 12, 12)...), 5, 12},
+		// A step that would reach below one request alone stops there.
+		{"a steep step stops at one alone", append([]Point{idle}, at(4, 2, 10, 20)...), 4, 9.55},
 		{"three that held all three", append([]Point{idle}, at(3, 3, 6, 8, 10)...), 3, 8},
 		// A failed probe held its position: two of three at level 3.
 		{"one of three failed", append([]Point{idle}, at(3, 3, 8, 10)...), 3, 9},

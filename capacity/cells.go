@@ -14,11 +14,19 @@ import (
 // last first token, production's included (monitor.BurstLevel), but its n
 // probes hold only the last n positions of that level, whose TTFTs are the
 // longest of such a cell. The positions before them, production's, are
-// filled in on the line from one request alone (the bursts of one) to the
-// burst's first first token, and the cell's statistic is taken over both:
-// a burst of two at level 5.4 in the simulator of report 002 at 64K, TTFTs
-// of 19.5 and 23.5 s where one request alone took 4.1, stands for a cell of
-// 5.4 at 14.5 s, not at their mean of 21.5. A burst that held every
+// filled in back from the burst's first first token at the step between
+// its own first tokens, down to one request alone (the bursts of one) at
+// the lowest, and the cell's statistic is taken over both: a burst of two
+// at level 5.4 in the simulator of report 002 at 64K, TTFTs of 19.5 and
+// 23.5 s where one request alone took 4.1, stands for a cell of 5.4 at
+// 15.1 s, not at their mean of 21.5. The step is the engine's: one
+// prefill a position where it serves prompts first come, first served
+// (vLLM), none where it prefills a wave side by side (the simulators of
+// reports 000 and 001), whose cell of 7 took 9 s for every request. The
+// line from one request alone to the first first token, which this
+// replaced, put those positions at a prefill a position even there, and
+// report 001's chatbot at 7.4 and 8.4 where its report says 6 (6.3 in the
+// simulator by the report's protocol). A burst that held every
 // position of its level (sent at a quiet moment) is its own cell, as is a
 // bench cell; without a burst of one, nothing is filled in and the burst's
 // own statistic, which errs high, stands.
@@ -61,9 +69,13 @@ func cellTTFT(together []Point, stat string) Curve {
 			continue
 		}
 		first := k.level - float64(sent) + 1 // the position of the burst's first first token
+		step := (ps[0].TTFT - one) / (first - 1)
+		if len(ps) > 1 {
+			step = (ps[len(ps)-1].TTFT - ps[0].TTFT) / float64(len(ps)-1)
+		}
 		for i := 1; i <= ahead; i++ {
 			x := float64(i) * (first - 1) / float64(ahead) // spread to the position before it
-			c.values = append(c.values, one+(ps[0].TTFT-one)*(x-1)/(first-1))
+			c.values = append(c.values, math.Max(one, ps[0].TTFT-step*(first-x)))
 		}
 	}
 	var out Curve

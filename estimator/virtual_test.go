@@ -168,12 +168,12 @@ const seeds = 12
 // within is how many of the 180 runs TestShippedDefaultsInVirtualTime
 // must find within 15% or 1 request of the report, so that a change that
 // loses accuracy fails; unknown, how many may end the hour with no
-// estimate. Runs gave 144 to 146 within, and none with no estimate:
+// estimate. Runs gave 147 to 150 within, and none with no estimate:
 // goroutines that wake at one instant of virtual time run in no fixed
 // order, so a run near the tolerance's edge can land either side, and the
 // table is not compared byte for byte. Issue 20 asks for 150 and none.
 const (
-	within  = 135
+	within  = 140
 	unknown = 2
 )
 
@@ -229,6 +229,7 @@ func TestShippedDefaultsInVirtualTime(t *testing.T) {
 						t.Errorf("probes occupied %.2f%% of the time, budget 2%%", 100*w.occupancy)
 					}
 					rw.runs[seed] = w
+					t.Logf("capacity %.2f, report %.0f, within %v, first estimate %v, bursts %d", w.est.Capacity, u.Capacity, sim.CapacityWithin(w.est.Capacity, u.Capacity, u.Capped, false), w.first, len(w.bursts))
 				})
 			}
 		}

@@ -22,7 +22,8 @@ import (
 // 15.1 s, not at their mean of 21.5. The step is the engine's: one
 // prefill a position where it serves prompts first come, first served
 // (vLLM), none where it prefills a wave side by side (the simulators of
-// reports 000 and 001), whose cell of 7 took 9 s for every request. The
+// reports 000 and 001), where seven 32K probes sent amid nine users' decode
+// all got their first token at 8.57 s. The
 // line from one request alone to the first first token, which this
 // replaced, put those positions at a prefill a position even there, and
 // report 001's chatbot at 7.4 and 8.4 where its report says 6 (6.3 in the

@@ -219,7 +219,8 @@ func TestSteadyAndBurstCurves(t *testing.T) {
 // level, whatever was decoding beside it, unless it took more than 1.5
 // times the quickest such probe; without a level, one that ran at up to
 // 1.5 requests in flight is. Where no point is either (nor a burst),
-// lone probes stand at their levels, as the last of that many sent together.
+// lone probes stand at their levels, as the last of that many sent together,
+// unless one took more than 1.5 times the quickest TTFT per level.
 func TestSplitBurstsOfOne(t *testing.T) {
 	idle := Point{Load: 1, InFlight: 1, Level: 1}
 	tests := []struct {
@@ -238,6 +239,9 @@ func TestSplitBurstsOfOne(t *testing.T) {
 		// times one alone's TTFT.
 		{"waited for what its level does not count", []Point{{Load: 1, InFlight: 2, Level: 1, TTFT: 3}, {Load: 11, InFlight: 11, Level: 1.24, TTFT: 15.9}}, []float64{1}},
 		{"within 1.5 times the quickest", []Point{{Load: 1, InFlight: 2, Level: 1, TTFT: 3}, {Load: 5, InFlight: 5, Level: 1.3, TTFT: 4.4}}, []float64{1, 1.3}},
+		// Report 000's simulator at 64K under eleven users, no idle moment.
+		{"nothing else, waited for what its level does not count", []Point{{Load: 2, InFlight: 2, Level: 1.54, TTFT: 3.64}, {Load: 11, InFlight: 11, Level: 1.66, TTFT: 17}}, []float64{1.54}},
+		{"nothing else, within 1.5 times the quickest per level", []Point{{Load: 2, InFlight: 2, Level: 1.93, TTFT: 7.94}, {Load: 6, InFlight: 6, Level: 3.9, TTFT: 16}}, []float64{1.93, 3.9}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

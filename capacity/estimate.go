@@ -297,7 +297,7 @@ func split(points []Point) (lone, together []Point) {
 	// that took more than 1.5 times the quickest such probe's TTFT per
 	// level waited for something its level does not count: report 000's
 	// document use case, whose probes under eleven 64K users took 17.0 s
-	// at level 1.66 and 22.0 s at 3.05 where 3.6 s at 1.5 came first, had
+	// at level 1.66 and 22.0 s at 3.05 beside 3.64 s at 1.54, had
 	// stood at 1.9 and 2.2 (the report: 5).
 	quickest = math.Inf(1)
 	for _, p := range lone {

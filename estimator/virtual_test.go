@@ -173,7 +173,7 @@ const seeds = 12
 // that wake at one instant of virtual time run in no fixed order, so a run
 // near the tolerance's edge can land either side, and the table is not
 // compared byte for byte. Issue 20 asks for 150 and none; the floor sits
-// below that by twice the spread seen.
+// below the lower run by twice the spread seen.
 const (
 	within  = 145
 	unknown = 2

@@ -2,6 +2,7 @@ package capacity
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -58,6 +59,13 @@ func TestCapacityUnknownWithoutData(t *testing.T) {
 	few := linear(6, 2, 0.5, 0.8, 0.01, 0.004)[1:] // none at an idle load: no burst of one
 	if e := Evaluate("a", u, few, 2); !math.IsNaN(e.Capacity) || e.Why == "" {
 		t.Errorf("with %d samples: capacity %v, why %q", len(few), e.Capacity, e.Why)
+	}
+	// How far from a steady estimate counts lone probes, as its why does:
+	// a burst's probes bring it no nearer.
+	burst := []Point{{Time: t0, Load: 3, InFlight: 3, TTFT: 1, Burst: 3}, {Time: t0, Load: 3, InFlight: 3, TTFT: 1.2, Burst: 3}}
+	if e := Evaluate("a", u, append(burst, few...), 2); e.Samples != len(few) || e.SamplesNeeded != MinSamples ||
+		!strings.Contains(e.Why, fmt.Sprintf("%d samples in the window, %d needed", len(few), MinSamples)) {
+		t.Errorf("with %d lone probes and a burst: samples %d of %d, why %q", len(few), e.Samples, e.SamplesNeeded, e.Why)
 	}
 	flat := linear(100, 3, 0.5, 0.8, 0.01, 0.004)
 	for i := range flat {
@@ -685,8 +693,8 @@ func TestEngineDecodeExtendsTheCurve(t *testing.T) {
 	if got := with.SLOs[0].BurstCapacity; math.Abs(got-26.7) > 0.3 {
 		t.Errorf("with the engine's readings: decode burst capacity %.2f, want about 26.7 (curve %v)", got, with.SLOs[0].BurstCurve)
 	}
-	if with.Samples != len(probes) || len(with.Points) != len(probes) {
-		t.Errorf("samples %d, points %d: the engine's readings are no probes", with.Samples, len(with.Points))
+	if with.Samples != 0 || len(with.Points) != len(probes) {
+		t.Errorf("samples %d, points %d: the engine's readings are no probes, nor bursts lone probes", with.Samples, len(with.Points))
 	}
 	// The probes alone reach 3 in flight: followed to twice that at most.
 	if got := Evaluate("a", u, probes, 1).BurstCapacity; got > 2*3 {

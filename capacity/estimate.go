@@ -71,11 +71,13 @@ type Estimate struct {
 	Free           float64 `json:"free"`
 	Ratio          float64 `json:"ratio"`
 	Margin         float64 `json:"margin"` // smallest SLO margin over the window; < 0: breached
-	Samples        int     `json:"samples"`
-	// SamplesNeeded is how many lone probes the window needs before a
-	// steady estimate, NextProbe when the scenario is next probed (set by
-	// the daemon; zero when not known): how far the use case is from an
-	// estimate.
+	// Samples is how many lone probes the window holds and SamplesNeeded
+	// how many it needs before a steady estimate, NextProbe when the
+	// scenario is next probed (set by the daemon; zero when not known):
+	// how far the use case is from an estimate. Samples counts what
+	// SamplesNeeded does: a burst's probes, the engine's readings and a
+	// burst's aftermath are no lone probes.
+	Samples       int       `json:"samples"`
 	SamplesNeeded int       `json:"samples_needed"`
 	NextProbe     time.Time `json:"next_probe,omitzero"`
 	// Seed counts the bench points the estimate also rests on; 0: probes alone.
@@ -139,7 +141,7 @@ func Evaluate(target string, u UseCase, points []Point, load float64) Estimate {
 	points, eng := engineReadings(points)
 	e := Estimate{Target: target, UseCase: u.Name, Scenario: u.Scenario, Capacity: math.NaN(),
 		SteadyCapacity: math.NaN(), BurstCapacity: math.NaN(), Load: load,
-		Free: math.NaN(), Ratio: math.NaN(), Margin: math.NaN(), Samples: len(points), SamplesNeeded: MinSamples, Points: points,
+		Free: math.NaN(), Ratio: math.NaN(), Margin: math.NaN(), SamplesNeeded: MinSamples, Points: points,
 		Overhead: u.Overhead}
 	e.SLOs = u.SLOs()
 	if len(points) == 0 {
@@ -147,6 +149,7 @@ func Evaluate(target string, u UseCase, points []Point, load float64) Estimate {
 		return e
 	}
 	lone, together := split(points)
+	e.Samples = len(lone)
 	bursts := slices.ContainsFunc(points, func(p Point) bool { return p.Burst > 1 })
 	steadyShort := steadyEnough(lone)
 	oneLevel := len(together) > 0 && burstEnough(together) != ""

@@ -26,7 +26,7 @@ func NewCapacity(useCases func() []capacity.UseCase, estimates func() []capacity
 		capacity:  prometheus.NewDesc("headroom_capacity_requests", "Estimated largest number of concurrent requests at which the use case meets every threshold; NaN when unknown.", tu, nil),
 		free:      prometheus.NewDesc("headroom_free_requests", "Capacity minus the current load.", tu, nil),
 		ratio:     prometheus.NewDesc("headroom_ratio", "Headroom: 1 - load / capacity.", tu, nil),
-		samples:   prometheus.NewDesc("headroom_capacity_samples", "Probe samples in the use case's window behind the estimate.", tu, nil),
+		samples:   prometheus.NewDesc("headroom_capacity_samples", "Lone probes in the use case's window; a steady estimate needs 8 (a burst's probes do not count).", tu, nil),
 		curve: prometheus.NewDesc("headroom_curve_capacity_requests", "The capacity one fitted curve gives on its own: steady (lone probes amid production) or burst (requests sent together); NaN when it has none.",
 			[]string{"target", "use_case", "curve"}, nil),
 		info: prometheus.NewDesc("headroom_use_case_info", "A use case and the scenario its probes run, always 1: joins thresholds to their scenario.", []string{"use_case", "scenario"}, nil),

@@ -159,7 +159,7 @@ func Capacity() *dashboard.DashboardBuilder {
 			q(`headroom_slo_margin_ratio{`+selTU+`}`, "{{target}} {{use_case}}"))).
 		WithPanel(series("Time to exhaustion", "At the last hour's trend, how long until headroom reaches zero; empty while headroom grows.", "s",
 			q(`headroom_ratio{`+selTU+`} / -deriv(headroom_ratio{`+selTU+`}[1h]) > 0`, "{{target}} {{use_case}}"))).
-		WithPanel(series("Samples behind the estimate", "Probes in each use case's window; capacity needs at least 8 and a spread of load.", "short",
+		WithPanel(series("Samples behind the estimate", "Lone probes in each use case's window; a steady estimate needs at least 8 and a spread of load (a burst's probes do not count).", "short",
 			q(`headroom_capacity_samples{`+selTU+`}`, "{{target}} {{use_case}}")))
 }
 

@@ -53,3 +53,35 @@ func TestRender(t *testing.T) {
 		t.Errorf("%d points drawn, want 2 per chart", n)
 	}
 }
+
+// The budget's share since start runs ahead of the budget after a burst,
+// and the page says why rather than show a budget overrun unexplained.
+func TestBudgetSpent(t *testing.T) {
+	for _, tc := range []struct {
+		busy  time.Duration
+		want  string
+		ahead bool
+	}{
+		{36 * time.Second, "probe budget spent 1.00% of 2.00%", false},
+		{72 * time.Second, "probe budget spent 2.00% of 2.00%", false},
+		{108 * time.Second, "probe budget spent 3.00% of 2.00% (ahead after a burst", true},
+	} {
+		var b bytes.Buffer
+		target := Target{TargetStatus: collector.TargetStatus{Name: "gpu-1", URL: "http://gpu-1:8000", Up: true}, Busy: tc.busy, Since: t0.Add(-time.Hour), Budget: 0.02}
+		if err := Render(&b, []Target{target}, nil, t0, 30*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		page := b.String()
+		if !strings.Contains(page, tc.want) || strings.Contains(page, "ahead after a burst") != tc.ahead {
+			t.Errorf("busy %v: page says %q, want %q (ahead: %v)", tc.busy, budgetLine(page), tc.want, tc.ahead)
+		}
+	}
+}
+
+func budgetLine(page string) string {
+	i := strings.Index(page, "probe budget spent")
+	if i < 0 {
+		return ""
+	}
+	return page[i:min(len(page), i+90)]
+}

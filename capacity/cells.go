@@ -22,15 +22,15 @@ import (
 // 15.1 s, not at their mean of 21.5. The step is the engine's: one
 // prefill a position where it serves prompts first come, first served
 // (vLLM), none where it prefills a wave side by side (the simulators of
-// reports 000 and 001), where seven 32K probes sent amid nine users' decode
-// all got their first token at 8.57 s. The
-// line from one request alone to the first first token, which this
-// replaced, put those positions at a prefill a position even there, and
-// report 001's chatbot at 7.4 and 8.4 where its report says 6 (6.3 in the
-// simulator by the report's protocol). A burst that held every
-// position of its level (sent at a quiet moment) is its own cell, as is a
-// bench cell; without a burst of one, nothing is filled in and the burst's
-// own statistic, which errs high, stands.
+// reports 000 and 001), where seven 32K probes sent amid nine users'
+// decode all got their first token at 8.57 s. The line from one request
+// alone to the first first token, which this replaced, put those
+// positions at a prefill a position even there, and report 001's chatbot
+// at 7.4 and 8.4 where its report says 6 (6.3 in the simulator by the
+// report's protocol). A burst that held every position of its level (sent
+// at a quiet moment) is its own cell, as is a bench cell; without a burst
+// of one, nothing is filled in and the burst's own statistic, which errs
+// high, stands.
 func cellTTFT(together []Point, stat string) Curve {
 	bursts := map[burst][]Point{}
 	var keys []burst

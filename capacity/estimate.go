@@ -250,6 +250,12 @@ func Evaluate(target string, u UseCase, points []Point, load float64) Estimate {
 // prefill: a burst of one (split), which a cell's first position is.
 const idleLevel = 1.5
 
+// slower is how many times the quickest such probe's TTFT (per level,
+// where lone probes stand at their levels) a probe may take and still
+// stand on the burst curve: one slower waited for something its level
+// does not count (split).
+const slower = 1.5
+
 // split sorts a window's points by the curve they feed, leaving out those
 // in a burst's aftermath: lone probes the steady one; bursts and the lone
 // probes that met no other prefill, bursts of one, the burst one. A burst
@@ -283,7 +289,7 @@ func split(points []Point) (lone, together []Point) {
 			continue
 		}
 		lone = append(lone, p)
-		if level := levelOf(p); level <= idleLevel && p.TTFT <= idleLevel*quickest {
+		if level := levelOf(p); level <= idleLevel && p.TTFT <= slower*quickest {
 			p.Load, p.Burst = level, 1
 			together = append(together, p)
 		}
@@ -309,7 +315,7 @@ func split(points []Point) (lone, together []Point) {
 		}
 	}
 	for _, p := range lone {
-		if p.Level >= 1 && p.TTFT/p.Level <= idleLevel*quickest {
+		if p.Level >= 1 && p.TTFT/p.Level <= slower*quickest {
 			p.Load, p.Burst = p.Level, 1
 			together = append(together, p)
 		}

@@ -63,6 +63,13 @@ type Estimate struct {
 	UseCase  string  `json:"use_case"`
 	Scenario string  `json:"scenario"`
 	Capacity float64 `json:"capacity"` // the lower of the two below that is known; NaN: see Why
+	// Lower and Upper bound the capacity from the fit's uncertainty
+	// (Upper +Inf where nothing bounds it from above). Bound is "lower"
+	// where the data cannot place the threshold: Capacity is then NaN and
+	// Lower is all that is known; "" for an estimate.
+	Lower float64 `json:"capacity_lower"`
+	Upper float64 `json:"capacity_upper"`
+	Bound string  `json:"bound,omitempty"`
 	// SteadyCapacity rests on lone probes, BurstCapacity on requests sent
 	// together (see Evaluate).
 	SteadyCapacity float64 `json:"steady_capacity"`
@@ -139,7 +146,7 @@ func (s SLO) Of(p Point) float64 {
 // that are known.
 func Evaluate(target string, u UseCase, points []Point, load float64) Estimate {
 	points, eng := engineReadings(points)
-	e := Estimate{Target: target, UseCase: u.Name, Scenario: u.Scenario, Capacity: math.NaN(),
+	e := Estimate{Target: target, UseCase: u.Name, Scenario: u.Scenario, Capacity: math.NaN(), Lower: math.NaN(), Upper: math.NaN(),
 		SteadyCapacity: math.NaN(), BurstCapacity: math.NaN(), Load: load,
 		Free: math.NaN(), Ratio: math.NaN(), Margin: math.NaN(), SamplesNeeded: MinSamples, Points: points,
 		Overhead: u.Overhead}
@@ -235,6 +242,7 @@ func Evaluate(target string, u UseCase, points []Point, load float64) Estimate {
 		e.Capacity = load
 		e.Why = fmt.Sprintf("the margin is breached at the current load (%.2f): capacity held at the load", e.Margin)
 	}
+	e.Lower, e.Upper = e.Capacity, e.Capacity
 	if !math.IsNaN(e.Capacity) && !math.IsNaN(load) {
 		e.Free = e.Capacity - load
 		if e.Capacity > 0 {

@@ -34,13 +34,11 @@ func (s SLO) MarshalJSON() ([]byte, error) {
 		Value     num    `json:"value"`
 		Margin    num    `json:"margin"`
 		Capacity  num    `json:"capacity"`
+		Lower     num    `json:"capacity_lower"`
+		Upper     num    `json:"capacity_upper"`
 		Curve     Curve  `json:"curve"`
 		Why       string `json:"why,omitempty"`
-		BurstCap  num    `json:"burst_capacity"`
-		BurstC    Curve  `json:"burst_curve"`
-		BurstWhy  string `json:"burst_why,omitempty"`
-	}{s.Name, num(s.Threshold), num(s.Value), num(s.Margin), num(s.Capacity), s.Curve, s.Why,
-		num(s.BurstCapacity), s.BurstCurve, s.BurstWhy})
+	}{s.Name, num(s.Threshold), num(s.Value), num(s.Margin), num(s.Capacity), num(s.Lower), num(s.Upper), s.Curve, s.Why})
 }
 
 // MarshalJSON implements json.Marshaler.
@@ -49,6 +47,7 @@ func (e Estimate) MarshalJSON() ([]byte, error) {
 		Time     string `json:"time"`
 		Load     num    `json:"load"`
 		InFlight num    `json:"in_flight"`
+		Sent     num    `json:"sent,omitempty"`
 		TTFT     num    `json:"ttft_s"`
 		E2E      num    `json:"e2e_s"`
 		ITL      num    `json:"itl_s"`
@@ -59,6 +58,7 @@ func (e Estimate) MarshalJSON() ([]byte, error) {
 	}, len(e.Points))
 	for i, p := range e.Points {
 		pts[i].Time = p.Time.UTC().Format("2006-01-02T15:04:05.000Z07:00")
+		pts[i].Sent = num(p.Sent)
 		pts[i].Load, pts[i].InFlight, pts[i].TTFT, pts[i].E2E, pts[i].ITL, pts[i].Decode = num(p.Load), num(p.InFlight), num(p.TTFT), num(p.E2E), num(p.ITL), num(p.Decode)
 		pts[i].Burst, pts[i].Level, pts[i].Cell = p.Burst, num(p.Level), p.Cell
 	}
@@ -71,8 +71,9 @@ func (e Estimate) MarshalJSON() ([]byte, error) {
 		UseCase  string `json:"use_case"`
 		Scenario string `json:"scenario"`
 		Capacity num    `json:"capacity"`
-		Steady   num    `json:"steady_capacity"`
-		BurstCap num    `json:"burst_capacity"`
+		Lower    num    `json:"capacity_lower"`
+		Upper    num    `json:"capacity_upper"`
+		Bound    string `json:"bound,omitempty"`
 		Load     num    `json:"load"`
 		Free     num    `json:"free"`
 		Ratio    num    `json:"ratio"`
@@ -81,10 +82,8 @@ func (e Estimate) MarshalJSON() ([]byte, error) {
 		Needed   int    `json:"samples_needed"`
 		Next     string `json:"next_probe,omitempty"`
 		Seed     int    `json:"seed_points,omitempty"`
-		OneLevel bool   `json:"one_level,omitempty"`
-		Overhead num    `json:"ttft_overhead_s,omitempty"`
 		Why      string `json:"why,omitempty"`
 		SLOs     []SLO  `json:"slos"`
 		Points   any    `json:"points"`
-	}{e.Target, e.UseCase, e.Scenario, num(e.Capacity), num(e.SteadyCapacity), num(e.BurstCapacity), num(e.Load), num(e.Free), num(e.Ratio), num(e.Margin), e.Samples, e.SamplesNeeded, next, e.Seed, e.OneLevel, num(e.Overhead), e.Why, e.SLOs, pts})
+	}{e.Target, e.UseCase, e.Scenario, num(e.Capacity), num(e.Lower), num(e.Upper), e.Bound, num(e.Load), num(e.Free), num(e.Ratio), num(e.Margin), e.Samples, e.SamplesNeeded, next, e.Seed, e.Why, e.SLOs, pts})
 }

@@ -21,11 +21,15 @@ type Point struct {
 	Time     time.Time `json:"time"`
 	Load     float64   `json:"load"`
 	InFlight float64   `json:"in_flight"`
-	TTFT     float64   `json:"ttft_s"`
-	E2E      float64   `json:"e2e_s"`
-	ITL      float64   `json:"itl_s"`
-	Decode   float64   `json:"decode_tps"`
-	Burst    int       `json:"burst,omitempty"`
+	// Sent is the requests in flight when it was sent, itself and its
+	// burst included: what a server that plans a request's speed on
+	// arrival answers to. 0 where not known.
+	Sent   float64 `json:"sent,omitempty"`
+	TTFT   float64 `json:"ttft_s"`
+	E2E    float64 `json:"e2e_s"`
+	ITL    float64 `json:"itl_s"`
+	Decode float64 `json:"decode_tps"`
+	Burst  int     `json:"burst,omitempty"`
 	// Level is, for a lone probe, what Load is for a burst: the requests it
 	// competed with for prefill, itself included (monitor.BurstLevel); 0
 	// where not known (a level counts the probe, so it is at least 1).

@@ -14,7 +14,7 @@ type Capacity struct {
 	useCases                                          func() []capacity.UseCase
 	estimates                                         func() []capacity.Estimate
 	threshold, margin, capacity, free, ratio, samples *prometheus.Desc
-	curve, info                                       *prometheus.Desc
+	lower, upper, info                                *prometheus.Desc
 }
 
 // NewCapacity returns a collector over the given sources.
@@ -23,19 +23,19 @@ func NewCapacity(useCases func() []capacity.UseCase, estimates func() []capacity
 	return &Capacity{useCases: useCases, estimates: estimates,
 		threshold: prometheus.NewDesc("headroom_slo_threshold", "A use case's threshold; slo: ttft_seconds, e2e_seconds, itl_seconds (maxima), decode_tokens_per_second (minimum).", []string{"use_case", "slo"}, nil),
 		margin:    prometheus.NewDesc("headroom_slo_margin_ratio", "Smallest relative margin to a threshold over the use case's window; < 0 means breached.", tu, nil),
-		capacity:  prometheus.NewDesc("headroom_capacity_requests", "Estimated largest number of concurrent requests at which the use case meets every threshold; NaN when unknown.", tu, nil),
-		free:      prometheus.NewDesc("headroom_free_requests", "Capacity minus the current load.", tu, nil),
-		ratio:     prometheus.NewDesc("headroom_ratio", "Headroom: 1 - load / capacity.", tu, nil),
-		samples:   prometheus.NewDesc("headroom_capacity_samples", "Lone probes in the use case's window; a steady estimate needs 8 (a burst's probes do not count).", tu, nil),
-		curve: prometheus.NewDesc("headroom_curve_capacity_requests", "The capacity one fitted curve gives on its own: steady (lone probes amid production) or burst (requests sent together); NaN when it has none.",
-			[]string{"target", "use_case", "curve"}, nil),
+		capacity:  prometheus.NewDesc("headroom_capacity_requests", "Estimated number of concurrent requests of the use case's shape at which it meets every threshold, from the fitted engine model; NaN when the data cannot place it (then only headroom_capacity_lower_requests is known).", tu, nil),
+		lower:     prometheus.NewDesc("headroom_capacity_lower_requests", "Lower bound of the capacity (the fit's 95% band); for a capacity the data cannot place, the bound they support.", tu, nil),
+		upper:     prometheus.NewDesc("headroom_capacity_upper_requests", "Upper bound of the capacity (the fit's 95% band); +Inf where nothing bounds it from above.", tu, nil),
+		free:      prometheus.NewDesc("headroom_free_requests", "How many more requests of the use case's shape fit on top of the load now; absent while the capacity is only a bound.", tu, nil),
+		ratio:     prometheus.NewDesc("headroom_ratio", "Headroom: free requests over the capacity, 0 to 1; absent while the capacity is only a bound.", tu, nil),
+		samples:   prometheus.NewDesc("headroom_capacity_samples", "Observations the use case's model rests on: lone probes, bursts and bench cells in its curve window.", tu, nil),
 		info: prometheus.NewDesc("headroom_use_case_info", "A use case and the scenario its probes run, always 1: joins thresholds to their scenario.", []string{"use_case", "scenario"}, nil),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *Capacity) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.threshold, c.margin, c.capacity, c.free, c.ratio, c.samples, c.curve, c.info} {
+	for _, d := range []*prometheus.Desc{c.threshold, c.margin, c.capacity, c.free, c.ratio, c.samples, c.lower, c.upper, c.info} {
 		ch <- d
 	}
 }
@@ -52,8 +52,10 @@ func (c *Capacity) Collect(ch chan<- prometheus.Metric) {
 		l := []string{e.Target, e.UseCase}
 		ch <- prometheus.MustNewConstMetric(c.capacity, prometheus.GaugeValue, e.Capacity, l...)
 		ch <- prometheus.MustNewConstMetric(c.samples, prometheus.GaugeValue, float64(e.Samples), l...)
-		ch <- prometheus.MustNewConstMetric(c.curve, prometheus.GaugeValue, e.SteadyCapacity, e.Target, e.UseCase, "steady")
-		ch <- prometheus.MustNewConstMetric(c.curve, prometheus.GaugeValue, e.BurstCapacity, e.Target, e.UseCase, "burst")
+		if !math.IsNaN(e.Lower) {
+			ch <- prometheus.MustNewConstMetric(c.lower, prometheus.GaugeValue, e.Lower, l...)
+			ch <- prometheus.MustNewConstMetric(c.upper, prometheus.GaugeValue, e.Upper, l...)
+		}
 		if !math.IsNaN(e.Margin) {
 			ch <- prometheus.MustNewConstMetric(c.margin, prometheus.GaugeValue, e.Margin, l...)
 		}

@@ -63,12 +63,12 @@ use_cases: [{name: chatbot, scenario: ctx-32k, ttft_max: 8s, decode_min_tps: 15}
 	if !(e.Margin > 0) || !(e.Capacity > e.Load) || !(e.Free > 0) {
 		t.Errorf("margin %.2f, capacity %.1f, load %.0f, free %.1f: an idle server within its thresholds has room", e.Margin, e.Capacity, e.Load, e.Free)
 	}
-	// What the curves say of one request on the idle server is the
+	// What the model says of one request on the idle server is the
 	// server's, not the aftermath's: its TTFT within 20%, and the margin
 	// at the idle load within 0.05 of the one that TTFT leaves.
 	lone := sim.Burst(prof.Params, 32768, 32, 1).TTFT
-	if got := e.SLOs[0].BurstCurve[0].Value; math.Abs(got-lone) > 0.2*lone {
-		t.Errorf("the burst curve's TTFT at one request is %.2f s, the idle server's %.2f s", got, lone)
+	if got := e.SLOs[0].Curve[0].Value; math.Abs(got-lone) > 0.2*lone {
+		t.Errorf("the fitted TTFT of one request is %.2f s, the idle server's %.2f s", got, lone)
 	}
 	if want := 1 - lone/8; math.Abs(e.Margin-want) > 0.05 {
 		t.Errorf("margin %.2f at the idle load, want %.2f", e.Margin, want)

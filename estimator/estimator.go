@@ -54,7 +54,7 @@ func (e *Estimator) state() (*config.Config, Seeds) {
 // Record implements monitor.Recorder: a successful probe becomes a point.
 func (e *Estimator) Record(s monitor.Sample) {
 	res := s.Result
-	e.store.Add(s.Target, s.Scenario, capacity.Point{Time: s.Time, Load: s.Load, InFlight: s.InFlight, TTFT: res.TTFT.Seconds(), E2E: res.E2E.Seconds(),
+	e.store.Add(s.Target, s.Scenario, capacity.Point{Time: s.Time, Load: s.Load, InFlight: s.InFlight, Sent: s.Sent, TTFT: res.TTFT.Seconds(), E2E: res.E2E.Seconds(),
 		ITL: res.ITL().Seconds(), Decode: res.DecodeTPS(), Burst: s.Burst, Level: s.Level, Aftermath: s.Aftermath})
 }
 
@@ -85,8 +85,9 @@ func (e *Estimator) Burst(target string, load engine.Load, maxBurst int) (scenar
 		scenarios[s.Name] = s
 	}
 	best, bestRank := math.Inf(1), 3
-	for _, u := range useCasesOf(cfg, target) {
-		est := e.estimate(cfg, seeds, target, u, load.InFlight(), now)
+	us := useCasesOf(cfg, target)
+	for i, est := range e.estimates(seeds, target, us, load, now) {
+		u := us[i]
 		k := capacity.Burst(est, load.InFlight(), load.Waiting, min(maxBurst, affordable(est.Points, cfg.ProbeBudget, u.Window)))
 		if k < 2 {
 			continue
@@ -101,26 +102,15 @@ func (e *Estimator) Burst(target string, load engine.Load, maxBurst int) (scenar
 }
 
 // burstRank orders use cases for the next burst: 0, no burst of two or
-// more yet; 1, no capacity to go by: none, a bound from one level, or one
-// followed along TTFT's trend past Reach times the largest burst's level,
-// a guess that one burst nearer it replaces; 2, a capacity a burst refines.
-// Report 000's short chatbot, its capacity 40 taken from bursts of one and
-// three, waited behind a 1K use case's refining bursts until the load rose
-// for good: 2 of 12 runs within the report's 48, 9 with this rank.
+// more yet; 1, no capacity to go by (none, or a bound); 2, a capacity a
+// burst refines. Report 000's short chatbot, its capacity taken from bursts
+// of one and three, waited behind a 1K use case's refining bursts until the
+// load rose for good.
 func burstRank(est capacity.Estimate) int {
-	largest, seen := 0.0, false
-	for _, p := range est.Points {
-		if p.Burst > 1 {
-			seen = true
-			if p.Load > largest { // false for a level not known (NaN)
-				largest = p.Load
-			}
-		}
-	}
 	switch {
-	case !seen:
+	case !slices.ContainsFunc(est.Points, func(p capacity.Point) bool { return p.Burst > 1 }):
 		return 0
-	case math.IsNaN(est.Capacity) || est.OneLevel || est.Capacity > capacity.Reach*largest:
+	case math.IsNaN(est.Capacity):
 		return 1
 	}
 	return 2
@@ -167,40 +157,38 @@ func (e *Estimator) Estimates(status []collector.TargetStatus, now time.Time) []
 	var out []capacity.Estimate
 	for _, t := range cfg.Targets {
 		s, ok := byName[t.Name]
-		load := math.NaN()
+		load := engine.Load{Running: math.NaN(), Waiting: math.NaN()}
 		if ok && s.Up {
-			load = s.Load.InFlight()
+			load = s.Load
 		}
-		for _, u := range cfg.UseCases {
-			if !t.Probes(u.Scenario) {
-				continue
-			}
-			est := e.estimate(cfg, seeds, t.Name, u, load, now)
-			est.NextProbe = s.Next[u.Scenario]
+		for _, est := range e.estimates(seeds, t.Name, useCasesOf(cfg, t.Name), load, now) {
+			est.NextProbe = s.Next[est.Scenario]
 			out = append(out, est)
 		}
 	}
 	return out
 }
 
-func (e *Estimator) estimate(cfg *config.Config, seeds Seeds, target string, u config.UseCase, load float64, now time.Time) capacity.Estimate {
-	cu := useCase(u)
-	cu.Recent = now.Add(-u.Window)
-	since := now.Add(-u.CurveWindow)
-	cu.Overhead = e.overhead(cfg, target, since)
-	points := append(e.store.Window(target, u.Scenario, since), e.store.Window(target, engineSeries, since)...)
-	return capacity.Seeded(target, cu, points, seeds[target][u.Scenario], load)
-}
-
-// overhead is the target's TTFT overhead (capacity.Overhead) from every
-// scenario's probes since then, under the caller's configuration (the
-// one its use case came from, not a reload's since).
-func (e *Estimator) overhead(cfg *config.Config, target string, since time.Time) float64 {
-	byPrompt := map[int][]capacity.Point{}
-	for _, s := range cfg.Scenarios {
-		byPrompt[s.InputTokens] = append(byPrompt[s.InputTokens], e.store.Window(target, s.Name, since)...)
+// estimates evaluates a target's use cases together: each one's laws take
+// what the others' data say of their slopes as a prior (capacity.Pool), so
+// that a burst of a cheap short prompt informs a long one's capacity
+// before its own costly bursts come.
+func (e *Estimator) estimates(seeds Seeds, target string, us []config.UseCase, load engine.Load, now time.Time) []capacity.Estimate {
+	cus := make([]capacity.UseCase, len(us))
+	points := make([][]capacity.Point, len(us))
+	ratios := make([]capacity.Prior, len(us))
+	for i, u := range us {
+		cus[i] = useCase(u)
+		cus[i].Recent = now.Add(-u.Window)
+		points[i] = e.store.Window(target, u.Scenario, now.Add(-u.CurveWindow))
+		ratios[i] = capacity.Ratios(append(slices.Clone(seeds[target][u.Scenario]), points[i]...))
 	}
-	return capacity.Overhead(byPrompt)
+	out := make([]capacity.Estimate, len(us))
+	for i := range us {
+		cus[i].Prior = capacity.Pool(slices.Delete(slices.Clone(ratios), i, i+1))
+		out[i] = capacity.Seeded(target, cus[i], points[i], seeds[target][us[i].Scenario], load.InFlight(), load.Waiting)
+	}
+	return out
 }
 
 // Known implements monitor.Recorder: how many of the use cases have a
@@ -209,8 +197,8 @@ func (e *Estimator) Known(target string) (known, total int) {
 	cfg, seeds := e.state()
 	now := time.Now()
 	us := useCasesOf(cfg, target)
-	for _, u := range us {
-		if !math.IsNaN(e.estimate(cfg, seeds, target, u, math.NaN(), now).Capacity) {
+	for _, est := range e.estimates(seeds, target, us, engine.Load{Running: math.NaN(), Waiting: math.NaN()}, now) {
+		if !math.IsNaN(est.Capacity) {
 			known++
 		}
 	}

@@ -60,11 +60,10 @@ func TestBurstRank(t *testing.T) {
 		want int
 	}{
 		{"no burst yet", capacity.Estimate{Capacity: 3, Points: []capacity.Point{lone}}, 0},
-		{"a burst of one only", capacity.Estimate{Capacity: 3, OneLevel: true, Points: []capacity.Point{{Load: 1, Burst: 1}}}, 0},
+		{"a burst of one only", capacity.Estimate{Capacity: 3, Points: []capacity.Point{{Load: 1, Burst: 1}}}, 0},
 		{"no capacity", capacity.Estimate{Capacity: math.NaN(), Points: []capacity.Point{lone, burst(3)}}, 1},
-		{"a bound from one level", capacity.Estimate{Capacity: 5, OneLevel: true, Points: []capacity.Point{burst(3)}}, 1},
-		{"past Reach times the largest burst", capacity.Estimate{Capacity: 40, Points: []capacity.Point{burst(3), burst(12)}}, 1},
-		{"within Reach of it", capacity.Estimate{Capacity: 24, Points: []capacity.Point{burst(3), burst(12)}}, 2},
+		{"a bound", capacity.Estimate{Capacity: math.NaN(), Lower: 6, Bound: "lower", Points: []capacity.Point{burst(3)}}, 1},
+		{"an estimate", capacity.Estimate{Capacity: 24, Points: []capacity.Point{burst(3), burst(12)}}, 2},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -34,7 +34,10 @@ type Sample struct {
 	// probes the requests they competed with for prefill (BurstLevel). NaN
 	// if unknown.
 	Load, InFlight float64
-	Burst          int // probes sent together, itself included; 0 for a lone probe
+	// Sent: the requests in flight when it was sent, itself and its burst
+	// included; NaN if unknown.
+	Sent  float64
+	Burst int // probes sent together, itself included; 0 for a lone probe
 	// Level is, for a lone probe, what Load is for a burst's (BurstLevel);
 	// 0 where the engine does not count the prompt tokens it prefills.
 	Level float64
@@ -740,7 +743,11 @@ func (t *target) probeOnce(ctx context.Context, sc config.Scenario, pr *probe.Pr
 	if n > 1 {
 		burst = n
 	}
-	return Sample{Target: t.cfg.Name, Scenario: sc.Name, Time: now, Load: inFlight, InFlight: inFlight, Burst: burst, Result: res}, true
+	sent := math.NaN()
+	if beforeOK {
+		sent = before.InFlight() + float64(n)
+	}
+	return Sample{Target: t.cfg.Name, Scenario: sc.Name, Time: now, Load: inFlight, InFlight: inFlight, Sent: sent, Burst: burst, Result: res}, true
 }
 
 // changed says why the server behind two readings is not the same one, ""

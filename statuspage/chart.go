@@ -11,7 +11,7 @@ import (
 // chart is one SLO's curves as SVG coordinates, in a viewBox of w x h.
 type chart struct {
 	SLO, Threshold   string
-	Steady, Burst    string // polyline points
+	Model            string // polyline points: the fitted law for N requests together
 	Dots             []dot
 	ThresholdY       float64
 	MaxLoad, MaxText string
@@ -24,8 +24,8 @@ type dot struct {
 
 const w, h, pad = 240.0, 120.0, 4.0
 
-// plot draws an SLO's steady and burst curves, its probes' values at the
-// loads they met (a burst's at its level) and its threshold.
+// plot draws an SLO's fitted law for N requests together, its probes'
+// values at the loads they met (a burst's at its level) and its threshold.
 func plot(s capacity.SLO, points []capacity.Point) chart {
 	maxX, maxY := 1.0, s.Threshold*1.25
 	grow := func(x, y float64) {
@@ -39,7 +39,7 @@ func plot(s capacity.SLO, points []capacity.Point) chart {
 	for _, p := range points {
 		grow(p.Load, s.Of(p))
 	}
-	for _, k := range append(append(capacity.Curve(nil), s.Curve...), s.BurstCurve...) {
+	for _, k := range s.Curve {
 		grow(k.Load, k.Value)
 	}
 	x := func(v float64) float64 { return pad + (w-2*pad)*v/maxX }
@@ -53,7 +53,7 @@ func plot(s capacity.SLO, points []capacity.Point) chart {
 		}
 		return strings.TrimSpace(b.String())
 	}
-	c := chart{SLO: s.Name, Threshold: fmt.Sprintf("%g", s.Threshold), Steady: line(s.Curve), Burst: line(s.BurstCurve),
+	c := chart{SLO: s.Name, Threshold: fmt.Sprintf("%g", s.Threshold), Model: line(s.Curve),
 		ThresholdY: y(s.Threshold), MaxLoad: fmt.Sprintf("%.0f", maxX), MaxText: fmt.Sprintf("%.3g", maxY)}
 	for _, p := range points {
 		if v := s.Of(p); !math.IsNaN(p.Load) && !math.IsNaN(v) && !p.Aftermath {

@@ -24,7 +24,7 @@ import (
 //go:embed status.html.tmpl
 var pageTemplate string
 
-var page = template.Must(template.New("status").Funcs(template.FuncMap{"num": num}).Parse(pageTemplate))
+var page = template.Must(template.New("status").Funcs(template.FuncMap{"num": num, "isNaN": math.IsNaN, "isInf": func(v float64) bool { return math.IsInf(v, 1) }}).Parse(pageTemplate))
 
 // Target is one target's state beside its estimates.
 type Target struct {
@@ -80,17 +80,18 @@ func Render(w io.Writer, targets []Target, estimates []capacity.Estimate, now ti
 	return page.Execute(w, map[string]any{"Targets": ts, "Now": now.UTC().Format(time.RFC3339), "Refresh": int(refresh.Seconds())})
 }
 
-// state is the row's colour: breached when a threshold is, over when the
-// load is past the capacity, low within 20% of it (HeadroomLow's
-// warning), unknown without a capacity.
+// state is the row's colour: breached when a threshold is, bound when the
+// data only bound the capacity from below (never a page), low when fewer
+// than 20% of the capacity are free (HeadroomLow's warning), unknown
+// without a capacity or a load.
 func state(e capacity.Estimate) string {
 	switch {
 	case e.Margin < 0:
 		return "breached"
+	case e.Bound != "":
+		return "bound"
 	case math.IsNaN(e.Capacity) || math.IsNaN(e.Ratio):
 		return "unknown"
-	case e.Ratio < 0:
-		return "over"
 	case e.Ratio < 0.2:
 		return "low"
 	}

@@ -22,28 +22,32 @@ func TestRender(t *testing.T) {
 		{Time: t0, Load: 4, InFlight: 4, TTFT: 2, Decode: 40, Burst: 4},
 		{Time: t0, Load: 1, InFlight: 1, TTFT: 9, Decode: 90, Aftermath: true},
 	}
-	slo := capacity.SLO{Name: "ttft_seconds", Threshold: 3, Curve: capacity.Curve{{Load: 1, Value: 0.5, N: 1}, {Load: 3, Value: 1.5, N: 1}},
-		BurstCurve: capacity.Curve{{Load: 1, Value: 0.5, N: 1}, {Load: 4, Value: 2, N: 4}}}
-	est := func(name string, c, load, margin float64) capacity.Estimate {
-		e := capacity.Estimate{Target: "gpu-1", UseCase: name, Scenario: "ctx-8k", Capacity: c, SteadyCapacity: c, BurstCapacity: math.NaN(),
-			Load: load, Margin: margin, Samples: 3, SamplesNeeded: 8, NextProbe: t0.Add(90 * time.Second), SLOs: []capacity.SLO{slo}, Points: ps}
-		e.Free, e.Ratio = c-load, 1-load/c
+	slo := capacity.SLO{Name: "ttft_seconds", Threshold: 3, Curve: capacity.Curve{{Load: 1, Value: 0.5, N: 1}, {Load: 4, Value: 2, N: 1}}}
+	est := func(name string, c, free, margin float64) capacity.Estimate {
+		e := capacity.Estimate{Target: "gpu-1", UseCase: name, Scenario: "ctx-8k", Capacity: c, Lower: 0.8 * c, Upper: 1.2 * c,
+			Load: 2, Margin: margin, Samples: 3, SamplesNeeded: 2, NextProbe: t0.Add(90 * time.Second), SLOs: []capacity.SLO{slo}, Points: ps}
+		e.Free, e.Ratio = free, free/c
 		return e
 	}
-	unknown := est("unknown", math.NaN(), 2, 0.5)
-	unknown.Why = "ttft_seconds: 3 samples in the window, 8 needed"
+	unknown := est("unknown", math.NaN(), math.NaN(), 0.5)
+	unknown.Lower, unknown.Upper = math.NaN(), math.NaN()
+	unknown.Why = "TTFT: no requests sent together at two levels yet"
+	bound := est("bound", math.NaN(), math.NaN(), 0.5)
+	bound.Bound, bound.Lower, bound.Upper = "lower", 12, math.Inf(1)
+	bound.Why = "at least 12.0: decode threshold not reached; requests together up to 4"
 	target := Target{TargetStatus: collector.TargetStatus{Name: "gpu-1", Pool: "llama-70b", Model: "m", Engine: "vllm", URL: "http://gpu-1:8000", Up: true,
 		Next: map[string]time.Time{"ctx-8k": t0.Add(90 * time.Second)}, ProbeErrs: map[string]string{"ctx-96k": "timeout: " + errors.New("read stream: context deadline exceeded").Error()}},
 		Busy: 36 * time.Second, Since: t0.Add(-time.Hour), Budget: 0.02}
 	var b bytes.Buffer
-	if err := Render(&b, []Target{target}, []capacity.Estimate{est("ok", 10, 2, 0.5), est("low", 10, 9, 0.1), est("over", 5, 8, 0.1),
-		est("breached", 10, 2, -0.2), unknown}, t0, 30*time.Second); err != nil {
+	if err := Render(&b, []Target{target}, []capacity.Estimate{est("ok", 10, 8, 0.5), est("low", 10, 1, 0.1), bound,
+		est("breached", 10, 0, -0.2), unknown}, t0, 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	golden.Check(t, "testdata/status.html", b.Bytes())
 	page := b.String()
-	for _, want := range []string{`class="ok" data-target="gpu-1" data-use-case="ok"`, `class="low"`, `class="over"`, `class="breached"`, `class="unknown"`,
-		"probe budget spent 1.00% of 2.00%", "timeout: read stream", `<td class="capacity">10.0</td>`, `<td class="capacity">-</td>`} {
+	for _, want := range []string{`class="ok" data-target="gpu-1" data-use-case="ok"`, `class="low"`, `class="bound"`, `class="breached"`, `class="unknown"`,
+		"probe budget spent 1.00% of 2.00%", "timeout: read stream", `<td class="capacity">10.0</td>`, `<td class="capacity">-</td>`,
+		`<td class="capacity">&ge; 12.0</td>`, `<td class="bounds">8.0 &ndash; 12.0</td>`, `<td class="bounds">12.0 &ndash; &infin;</td>`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %s", want)
 		}

@@ -1,0 +1,333 @@
+package capacity
+
+import (
+	"math"
+	"slices"
+)
+
+// linearFit is a robust least-squares fit y ≈ Σ beta[j]·x[j] with the
+// covariance of beta, from which every bound of the model comes.
+type linearFit struct {
+	beta []float64
+	cov  [][]float64 // of beta; zero rows and columns for a dropped column
+	// varies marks the columns the data vary along; used those fitted: a
+	// dropped one (no spread, or a slope pushed below zero) has beta 0.
+	varies, used []bool
+	scale        float64   // robust residual scale (1.4826 MAD, Huber-reweighted)
+	resid        []float64 // y - fitted, per observation
+	n            int
+}
+
+// Robust weights, in units of the residual scale, each at 95% efficiency
+// under Gaussian noise: Huber's first, which converge from any start, then
+// Tukey's bisquare, which gives a gross outlier (a probe that stalled behind
+// something no term counts, at a burst's level where it has leverage) no
+// weight at all.
+const (
+	huber    = 1.345
+	bisquare = 4.685
+)
+
+// typicalScale is a relative residual scale to start from where nothing
+// else is known: probes of one shape at one load scatter by about 10%.
+const typicalScale = 0.1
+
+// robustFrom is the fewest degrees of freedom at which robust weights
+// apply: with fewer, a burst that disagrees with two idle probes is as
+// likely the law as an outlier, and reweighting would throw the law away.
+const robustFrom = 3
+
+func cols(used []bool) int {
+	n := 0
+	for _, u := range used {
+		if u {
+			n++
+		}
+	}
+	return n
+}
+
+// pooled is how many observations' worth a scale known from elsewhere
+// counts for (fitLinear's scale0).
+const pooled = 2.0
+
+// slopePrior is what is known of a slope before the data: its value and
+// standard deviation; sd 0 for nothing.
+type slopePrior struct{ value, sd float64 }
+
+// fitLinear fits y on the columns of x (x[i][j]: observation i, column j;
+// column 0 is the intercept) by iteratively reweighted least squares with
+// Huber weights. Columns marked nonneg are slopes that physics keeps at or
+// above zero (more load never makes a server faster): one fitted below zero
+// is held at zero and the rest refitted, as an active-set solver does.
+// A column the data do not vary along is dropped; ok is false when not even
+// the intercept is fitted.
+//
+// A prior on column 1 (sd > 0) joins the data as one more observation of
+// that slope alone, whose variance is prior.sd²: a ridge toward what the
+// target's other use cases say, which the use case's own data outweigh as
+// they come. scale0 (> 0) is a relative residual scale known from
+// elsewhere (the target's other use cases), worth two observations' say
+// in the scale, so that a fit of a few observations still has bounds.
+func fitLinear(x [][]float64, y []float64, nonneg []bool, prior slopePrior, scale0 float64) (f linearFit, ok bool) {
+	k := len(nonneg)
+	f.n = len(y)
+	f.used, f.varies = make([]bool, k), make([]bool, k)
+	for j := range k {
+		f.varies[j] = j == 0 || spread(x, j) || j == 1 && prior.sd > 0
+		f.used[j] = f.varies[j]
+	}
+	if prior.sd > 0 {
+		// The prior's row: y = slope, in its own column; its weight is set
+		// each round from the scale (w = σ²/sd²), so that it is worth its
+		// variance whatever the data's.
+		row := make([]float64, k)
+		row[1] = 1
+		x, y = append(slices.Clone(x), row), append(slices.Clone(y), prior.value)
+	}
+	nObs := f.n
+	// Latency noise is multiplicative (a probe meets a busier or quieter
+	// moment in proportion to its length), so each observation weighs as
+	// 1/y²: the fit is of relative error, and a burst's long TTFT does
+	// not drown the idle probes' short ones. rw are the robust weights.
+	base, w, rw := make([]float64, len(y)), make([]float64, len(y)), make([]float64, len(y))
+	for i := range y {
+		base[i] = 1 / (y[i] * y[i])
+		rw[i] = 1
+		w[i] = base[i]
+	}
+	sigma2 := func() float64 { // relative residual variance, pooled with scale0
+		ss, sw := 0.0, 0.0
+		for i := range nObs {
+			ss += w[i] * f.resid[i] * f.resid[i]
+			sw += rw[i]
+		}
+		p := -1 // the prior's column is not the data's to pay for
+		if prior.sd == 0 {
+			p = 0
+		}
+		for _, u := range f.used {
+			if u {
+				p++
+			}
+		}
+		dof, nu := float64(nObs-p), 0.0
+		if scale0 > 0 {
+			nu = pooled
+		}
+		if dof+nu <= 0 || sw == 0 {
+			return math.Inf(1)
+		}
+		return (ss*float64(nObs)/sw + nu*scale0*scale0) / (dof + nu)
+	}
+	setPrior := func() {
+		if prior.sd > 0 {
+			s2 := sigma2()
+			if math.IsInf(s2, 1) || s2 == 0 {
+				// Before the data say how far they scatter: elsewhere's
+				// scale, or a probe's typical 10%.
+				s2 = math.Max(scale0*scale0, typicalScale*typicalScale)
+			}
+			base[nObs], rw[nObs] = 1, 1
+			w[nObs] = s2 / (prior.sd * prior.sd)
+		}
+	}
+	if prior.sd > 0 {
+		f.resid = make([]float64, len(y))
+		setPrior()
+	}
+	for it := range 40 {
+		for {
+			beta, _, solved := weightedLS(x, y, w, f.used)
+			if !solved {
+				// Collinear in these data (a burst whose level and batch
+				// rose together, beside probes at rest): the last column
+				// that varies goes, as its effect cannot be told apart.
+				j := slices.Index(f.used[1:], true)
+				if j < 0 {
+					return f, false
+				}
+				last := k - 1
+				for !f.used[last] {
+					last--
+				}
+				f.used[last] = false
+				continue
+			}
+			neg := -1
+			for j := 1; j < k; j++ {
+				if f.used[j] && nonneg[j] && beta[j] < 0 && (neg < 0 || beta[j] < beta[neg]) {
+					neg = j
+				}
+			}
+			if neg < 0 {
+				f.beta = beta
+				break
+			}
+			f.used[neg] = false
+		}
+		f.resid = residuals(x, y, f.beta)
+		if nObs-cols(f.used) < robustFrom {
+			break // too few to tell an outlier from the law
+		}
+		rel := make([]float64, nObs)
+		for i := range rel {
+			rel[i] = f.resid[i] * math.Sqrt(base[i])
+		}
+		s := mad(rel)
+		if s == 0 {
+			break
+		}
+		changed := false
+		for i, r := range rel {
+			nw, a := 1.0, math.Abs(r)/s
+			switch {
+			case it >= 10 && a < bisquare:
+				nw = (1 - a*a/(bisquare*bisquare)) * (1 - a*a/(bisquare*bisquare))
+			case it >= 10:
+				nw = 0
+			case a > huber:
+				nw = huber / a
+			}
+			if math.Abs(nw-rw[i]) > 1e-6 {
+				changed = true
+			}
+			rw[i], w[i] = nw, nw*base[i]
+		}
+		setPrior()
+		if !changed && it >= 10 {
+			break
+		}
+	}
+	setPrior()
+	_, inv, _ := weightedLS(x, y, w, f.used)
+	s2 := sigma2()
+	f.scale = math.Sqrt(s2)
+	f.resid = f.resid[:nObs]
+	f.cov = make([][]float64, k)
+	for a := range k {
+		f.cov[a] = make([]float64, k)
+		for b := range k {
+			if inv != nil && !math.IsInf(s2, 1) {
+				f.cov[a][b] = s2 * inv[a][b]
+			} else if f.used[a] && f.used[b] {
+				f.cov[a][b] = math.Inf(1)
+			}
+		}
+	}
+	return f, true
+}
+
+// predict is the fitted value at g and its standard error.
+func (f linearFit) predict(g []float64) (value, se float64) {
+	v := 0.0
+	for a := range g {
+		value += f.beta[a] * g[a]
+		for b := range g {
+			if g[a] != 0 && g[b] != 0 {
+				v += g[a] * f.cov[a][b] * g[b]
+			}
+		}
+	}
+	return value, math.Sqrt(math.Max(v, 0))
+}
+
+// spread says whether column j varies across the observations by more than
+// a tenth of a request: less cannot carry a slope.
+func spread(x [][]float64, j int) bool {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, r := range x {
+		lo, hi = math.Min(lo, r[j]), math.Max(hi, r[j])
+	}
+	return hi-lo > 0.1
+}
+
+func residuals(x [][]float64, y, beta []float64) []float64 {
+	out := make([]float64, len(y))
+	for i, r := range x {
+		fit := 0.0
+		for j, b := range beta {
+			fit += b * r[j]
+		}
+		out[i] = y[i] - fit
+	}
+	return out
+}
+
+// mad is the median absolute residual scaled to a Gaussian's standard
+// deviation.
+func mad(r []float64) float64 {
+	a := make([]float64, len(r))
+	for i, v := range r {
+		a[i] = math.Abs(v)
+	}
+	slices.Sort(a)
+	if len(a) == 0 {
+		return 0
+	}
+	return 1.4826 * a[len(a)/2]
+}
+
+// weightedLS solves the weighted normal equations over the used columns;
+// beta is zero for the others, and inv is (XᵀWX)⁻¹ laid out over all
+// columns (zero where not used). solved is false when the used columns are
+// collinear in the data.
+func weightedLS(x [][]float64, y, w []float64, used []bool) (beta []float64, inv [][]float64, solved bool) {
+	var cols []int
+	for j, u := range used {
+		if u {
+			cols = append(cols, j)
+		}
+	}
+	p := len(cols)
+	a := make([][]float64, p)
+	for i := range a {
+		a[i] = make([]float64, 2*p+1) // [XᵀWX | I | XᵀWy]
+		a[i][p+i] = 1
+	}
+	for i, r := range x {
+		for s, js := range cols {
+			for t, jt := range cols {
+				a[s][t] += w[i] * r[js] * r[jt]
+			}
+			a[s][2*p] += w[i] * r[js] * y[i]
+		}
+	}
+	// Gauss-Jordan with partial pivoting: at most four columns.
+	for c := range p {
+		piv := c
+		for r := c + 1; r < p; r++ {
+			if math.Abs(a[r][c]) > math.Abs(a[piv][c]) {
+				piv = r
+			}
+		}
+		if math.Abs(a[piv][c]) < 1e-12*(1+math.Abs(a[c][c])) {
+			return nil, nil, false
+		}
+		a[c], a[piv] = a[piv], a[c]
+		d := a[c][c]
+		for j := range a[c] {
+			a[c][j] /= d
+		}
+		for r := range p {
+			if r != c && a[r][c] != 0 {
+				m := a[r][c]
+				for j := range a[r] {
+					a[r][j] -= m * a[c][j]
+				}
+			}
+		}
+	}
+	beta = make([]float64, len(used))
+	inv = make([][]float64, len(used))
+	for j := range inv {
+		inv[j] = make([]float64, len(used))
+	}
+	for s, js := range cols {
+		beta[js] = a[s][2*p]
+		for t, jt := range cols {
+			inv[js][jt] = a[s][p+t]
+		}
+	}
+	return beta, inv, true
+}

@@ -142,7 +142,7 @@ func Capacity() *dashboard.DashboardBuilder {
 			q(`pool_use_case:headroom_free_requests:sum{`+selPU+`}`, "{{pool}} {{use_case}}"))).
 		WithPanel(series("Capacity per pool", "Estimated capacity summed over the pool's targets with an estimate.", "short",
 			q(`pool_use_case:headroom_capacity_requests:sum{`+selPU+`}`, "{{pool}} {{use_case}}"))).
-		WithPanel(series("Worst headroom in the pool", "The lowest 1 - load / capacity among the pool's targets: one busy target while the pool has room is a balancing problem.", "percentunit",
+		WithPanel(series("Worst headroom in the pool", "The lowest share of capacity free among the pool's targets: one busy target while the pool has room is a balancing problem.", "percentunit",
 			q(`pool_use_case:headroom_ratio:min{`+selPU+`}`, "{{pool}} {{use_case}}"))).
 		WithPanel(series("Targets with and without an estimate", "How many of the pool's targets the sums cover, and how many they leave out for want of an estimate.", "short",
 			q(`pool_use_case:headroom_targets_estimated:count{`+selPU+`}`, "estimated {{pool}} {{use_case}}"),
@@ -151,15 +151,17 @@ func Capacity() *dashboard.DashboardBuilder {
 		WithPanel(series("Capacity vs load", "Estimated capacity per use case and the requests in flight.", "short",
 			q(`headroom_capacity_requests{`+selTU+`}`, "capacity {{target}} {{use_case}}"),
 			q(`headroom_load_requests{`+selT+`}`, "load {{target}}"))).
-		WithPanel(series("Steady and burst capacity", "The capacity each fitted curve gives on its own: steady from lone probes amid production, burst from requests sent together (a benchmark's cells); the exported capacity is the lower.", "short",
-			q(`headroom_curve_capacity_requests{`+selTU+`}`, "{{curve}} {{target}} {{use_case}}"))).
-		WithPanel(series("Headroom", "1 - load / capacity over time.", "percentunit",
+		WithPanel(series("Capacity and its bounds", "The fitted model's capacity and the 95% band around it; where only the lower bound shows, the data cannot yet place the threshold (requests together have not come near it), and the capacity is at least that.", "short",
+			q(`headroom_capacity_requests{`+selTU+`}`, "estimate {{target}} {{use_case}}"),
+			q(`headroom_capacity_lower_requests{`+selTU+`}`, "lower {{target}} {{use_case}}"),
+			q(`headroom_capacity_upper_requests{`+selTU+`} < +Inf`, "upper {{target}} {{use_case}}"))).
+		WithPanel(series("Headroom", "Free requests over capacity, over time.", "percentunit",
 			q(`headroom_ratio{`+selTU+`}`, "{{target}} {{use_case}}"))).
 		WithPanel(series("SLO margin", "Below 0 the use case breaches a threshold at the current load.", "percentunit",
 			q(`headroom_slo_margin_ratio{`+selTU+`}`, "{{target}} {{use_case}}"))).
 		WithPanel(series("Time to exhaustion", "At the last hour's trend, how long until headroom reaches zero; empty while headroom grows.", "s",
 			q(`headroom_ratio{`+selTU+`} / -deriv(headroom_ratio{`+selTU+`}[1h]) > 0`, "{{target}} {{use_case}}"))).
-		WithPanel(series("Samples behind the estimate", "Lone probes in each use case's window; a steady estimate needs at least 8 and a spread of load (a burst's probes do not count).", "short",
+		WithPanel(series("Observations behind the estimate", "Lone probes, calibration bursts and bench cells each use case's model rests on; an estimate needs one request alone and requests sent together at another level.", "short",
 			q(`headroom_capacity_samples{`+selTU+`}`, "{{target}} {{use_case}}")))
 }
 

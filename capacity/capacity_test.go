@@ -11,23 +11,23 @@ import (
 
 var t0 = time.Unix(1_700_000_000, 0)
 
-// server is a server with known latencies: what a request meets given its
-// level q (prompts prefilled with it), the requests running beside it r,
-// its decode batch b and the requests in flight when it arrived a.
+// server is a law with known latencies: what a request meets given q, the
+// prompts prefilled ahead of it and itself, r, the requests in flight
+// beside it, its decode batch b and the requests in flight when it arrived
+// a. A burst's probes queue first come first served: the i-th has i-1
+// ahead and the rest behind, beside it.
 type server struct {
 	ttft func(q, r float64) float64
 	itl  func(b, a float64) float64
-	// inFlight: every request in flight counts alike, so each of a burst
-	// of k meets k-1 others; otherwise a burst's probes queue first come
-	// first served, position i at level i.
-	inFlight bool
+	// together: a burst's requests decode together (their TTFTs barely
+	// differ); otherwise staggered, the last beside about half the burst.
+	together bool
 }
 
 // window makes a window's points from a server: lone probes amid production
 // at the given loads (level 1, the others running), and bursts of the
-// given sizes at an idle moment whose probes queue first come first served
-// (position i at level i) and decode staggered (the last one's batch is
-// lastBatch(k)). noise is multiplicative, every 13th lone probe stalls 8x.
+// given sizes at an idle moment. noise is multiplicative, every 13th lone
+// probe stalls 8x.
 func window(l server, loads []float64, bursts []int, noise float64, seed uint64) []Point {
 	rng := rand.New(rand.NewPCG(seed, 7))
 	jit := func() float64 { return 1 + noise*rng.NormFloat64() }
@@ -46,13 +46,11 @@ func window(l server, loads []float64, bursts []int, noise float64, seed uint64)
 	for _, k := range bursts {
 		at = at.Add(time.Minute)
 		for i := 1; i <= k; i++ {
-			ttft := l.ttft(float64(i), 0) * jit()
-			if l.inFlight {
-				ttft = l.ttft(1, float64(k-1)) * jit()
-			}
-			// Decodes staggered as prefills end: the last probe decodes
-			// beside about half the burst.
+			ttft := l.ttft(float64(i), float64(k-i)) * jit()
 			b := math.Max(1, float64(k)/2)
+			if l.together {
+				b = float64(k)
+			}
 			itl := l.itl(b, float64(k)) * jit()
 			ps = append(ps, Point{Time: at, Load: float64(k), InFlight: b, Sent: float64(k), Burst: k, TTFT: ttft, ITL: itl, Decode: 1 / itl, E2E: ttft + 127*itl})
 		}
@@ -74,20 +72,21 @@ func loads(n int, lo, hi float64) []float64 {
 func TestModelRecoversKnownLaws(t *testing.T) {
 	inFlight := server{ // every request in flight costs the same, prefilling or not
 		ttft:     func(q, r float64) float64 { return 0.2 + 0.3*(q-1+r) },
-		itl:      func(b, a float64) float64 { return 0.01 },
-		inFlight: true,
+		itl:  func(b, a float64) float64 { return 0.01 },
 	}
-	fcfs := server{ // prompts queue for one prefill; decoding requests cost little
-		ttft: func(q, r float64) float64 { return 0.3 + 1.2*q + 0.01*r },
+	fcfs := server{ // prompts queue for one prefill of 1.2 s each
+		ttft: func(q, r float64) float64 { return 1.2 * q },
 		itl:  func(b, a float64) float64 { return 0.02 + 0.001*(b-1) },
 	}
 	atArrival := server{ // a request's speed is fixed by the load it arrived into
-		ttft: func(q, r float64) float64 { return 0.1 },
-		itl:  func(b, a float64) float64 { return 0.004 + 0.004*(a-1) },
+		ttft:     func(q, r float64) float64 { return 0.1 },
+		itl:      func(b, a float64) float64 { return 0.004 + 0.004*(a-1) },
+		together: true,
 	}
 	during := server{ // a token's time is set by the batch it is decoded in
-		ttft: func(q, r float64) float64 { return 0.1 },
-		itl:  func(b, a float64) float64 { return 0.004 + 0.004*(b-1) },
+		ttft:     func(q, r float64) float64 { return 0.1 },
+		itl:      func(b, a float64) float64 { return 0.004 + 0.004*(b-1) },
+		together: true,
 	}
 	tests := []struct {
 		name   string
@@ -96,13 +95,16 @@ func TestModelRecoversKnownLaws(t *testing.T) {
 		bursts []int
 		want   float64
 	}{
-		// 0.2 + 0.3(N-1) = 2: N = 7.
-		{"TTFT linear in requests in flight", inFlight, UseCase{TTFTMax: 2}, []int{3, 6}, 7},
-		// Mean over N queued first come first served: 0.3 + 1.2(N+1)/2 = 8: N = 11.83.
-		{"first come first served prefill", fcfs, UseCase{TTFTMax: 8, DecodeMin: 10}, []int{3, 6, 10}, 11.83},
-		// 1/(0.004 + 0.004(N-1)) = 10 tok/s: N = 25.
-		{"ITL fixed on arrival", atArrival, UseCase{DecodeMin: 10}, []int{4, 8, 16}, 25},
-		{"ITL set during decode", during, UseCase{DecodeMin: 10}, []int{8, 16, 32}, 25},
+		// In the reports' closed loop (two rounds, decode brief) every
+		// request meets N-1 others: 0.2 + 0.3(N-1) = 2 at N = 7.
+		{"TTFT linear in requests in flight", inFlight, UseCase{TTFTMax: 2, OutputTokens: 2}, []int{3, 6}, 7},
+		// The first round queues at 1.2 s a prompt, mean 1.2(N+1)/2; each
+		// of the second waits for the N-1 queued before it, 1.2N: the mean
+		// over both, 1.2(3N+1)/4, reaches 8 s at N = 8.56.
+		{"first come first served prefill", fcfs, UseCase{TTFTMax: 8, DecodeMin: 10, OutputTokens: 2}, []int{3, 6, 10}, (8/1.2*4 - 1) / 3},
+		// Both rounds decode together: 1/(0.004 + 0.004(N-1)) = 10 tok/s at N = 25.
+		{"ITL fixed on arrival", atArrival, UseCase{DecodeMin: 10, OutputTokens: 64}, []int{4, 8, 16}, 25},
+		{"ITL set during decode", during, UseCase{DecodeMin: 10, OutputTokens: 64}, []int{4, 8, 16}, 25},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -133,7 +135,7 @@ func TestDecodeSpeedIsLinearInTheITL(t *testing.T) {
 // Where the data cannot place a threshold, the capacity is a bound and
 // says so; free, ratio and the margin's state never read it as a breach.
 func TestBoundsWhereTheDataCannotPlaceIt(t *testing.T) {
-	l := server{ttft: func(q, r float64) float64 { return 0.5 + 0.2*(q-1+r) }, itl: func(b, a float64) float64 { return 0.01 }, inFlight: true}
+	l := server{ttft: func(q, r float64) float64 { return 0.5 + 0.2*(q-1+r) }, itl: func(b, a float64) float64 { return 0.01 }}
 	u := UseCase{Name: "u", Statistic: "mean", TTFTMax: 10, DecodeMin: 10}
 	tests := []struct {
 		name      string
@@ -188,7 +190,7 @@ func TestMarginFreeAndRatioAgree(t *testing.T) {
 // One wild probe (a stall 8x, in every window above) moves nothing: the
 // fit weighs a residual by its distance, not its square.
 func TestOutliersDoNotMoveTheFit(t *testing.T) {
-	l := server{ttft: func(q, r float64) float64 { return 0.2 + 0.3*(q-1+r) }, itl: func(b, a float64) float64 { return 0.01 }, inFlight: true}
+	l := server{ttft: func(q, r float64) float64 { return 0.2 + 0.3*(q-1+r) }, itl: func(b, a float64) float64 { return 0.01 }}
 	u := UseCase{Name: "u", Statistic: "mean", TTFTMax: 2}
 	clean := Evaluate("a", u, window(l, loads(30, 1, 4), []int{3, 6}, 0, 5), 1, 0)
 	ps := window(l, loads(30, 1, 4), []int{3, 6}, 0, 5)
@@ -228,7 +230,7 @@ func TestFitLinear(t *testing.T) {
 // Calibration climbs by doubling until a server is placed, then brackets the
 // crossing, and stops once it is measured closely enough.
 func TestBurst(t *testing.T) {
-	l := server{ttft: func(q, r float64) float64 { return 0.2 + 0.3*(q-1+r) }, itl: func(b, a float64) float64 { return 0.01 }, inFlight: true}
+	l := server{ttft: func(q, r float64) float64 { return 0.2 + 0.3*(q-1+r) }, itl: func(b, a float64) float64 { return 0.01 }}
 	u := UseCase{Name: "u", Statistic: "mean", TTFTMax: 2}
 	tests := []struct {
 		name           string

@@ -19,6 +19,8 @@ type UseCase struct {
 	E2EMax    float64 // seconds
 	ITLMax    float64 // seconds
 	DecodeMin float64 // tokens/s
+	// OutputTokens is what each of its "N concurrent requests" generates.
+	OutputTokens int
 	// Prior is what the target's other use cases say of this one's laws
 	// (Pool of their Ratios); the zero Prior knows nothing.
 	Prior Prior
@@ -147,7 +149,7 @@ func Evaluate(target string, u UseCase, points []Point, load, waiting float64) E
 	if math.IsNaN(e.Margin) || math.IsInf(e.Margin, 1) {
 		e.Margin = math.NaN()
 	}
-	e.evaluate(os, u.Statistic, load, waiting, u.Prior)
+	e.evaluate(os, u.Statistic, float64(max(u.OutputTokens, 2)), load, waiting, u.Prior)
 	return e
 }
 

@@ -1,8 +1,10 @@
 package capacity
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -36,6 +38,12 @@ const z = 1.96
 // benchmark's own next cell would go. Past it the capacity is a bound.
 const Reach = 2.0
 
+// settledWithin: a burst's probe whose TTFT is within this share of the
+// burst's last decoded after every prefill of it (a tenth: the spread of
+// first tokens a burst decoded together shows at most, where one queued
+// behind a prompt ahead waits a whole prefill more).
+const settledWithin = 0.9
+
 // MinSamples is the fewest observations a law is fitted to: one request
 // alone and one level of requests together give its intercept and slope;
 // how far they scatter comes from the target's other use cases, or a
@@ -45,7 +53,8 @@ const MinSamples = 2
 // obs is one observation of the model: a lone probe, a burst (its mean), or
 // a bench cell (its mean).
 type obs struct {
-	q, r, a, b      float64 // level, running beside it, in flight at arrival, decode batch
+	q, r, a, b      float64 // prompts ahead of it and itself, running beside it, in flight at arrival, decode batch
+	level           float64 // the requests together it stands for
 	ttft, e2e, itl  float64
 	decodeOK, lone  bool // itl is a decode the batch b describes; a lone probe
 	burstSize, cell int
@@ -80,7 +89,7 @@ func observations(points []Point) []obs {
 			if !(b >= 1) {
 				b = a
 			}
-			out = append(out, obs{q: q, r: a - q, a: a, b: b, ttft: p.TTFT, e2e: p.E2E, itl: p.ITL, decodeOK: true, lone: true, burstSize: 1})
+			out = append(out, obs{q: q, level: q, r: a - q, a: a, b: b, ttft: p.TTFT, e2e: p.E2E, itl: p.ITL, decodeOK: true, lone: true, burstSize: 1})
 			continue
 		}
 		k := [3]int64{p.Time.UnixNano(), int64(p.Burst), int64(p.Cell)}
@@ -91,36 +100,39 @@ func observations(points []Point) []obs {
 	}
 	for _, k := range keys {
 		g := groups[k]
-		var o obs
-		o.burstSize, o.cell = len(g), g[0].Cell
-		o.q = g[0].Load
-		o.a = g[0].Sent
-		if !(o.a >= 1) {
-			o.a = o.q
+		level := g[0].Load
+		sent := g[0].Sent
+		if !(sent >= 1) {
+			sent = level
 		}
-		o.a = math.Max(o.a, o.q)
-		o.r = o.a - o.q
-		// The median of its probes, not their mean: one that stalled 10x
-		// would move a burst of three's mean threefold. Positions in a
-		// queue spread evenly, so the two agree otherwise.
-		o.ttft = Statistic(values(g, func(p Point) float64 { return p.TTFT }), "p50")
-		o.e2e = Statistic(values(g, func(p Point) float64 { return p.E2E }), "p50")
-		last := g[0]
-		for _, p := range g {
-			o.b += p.InFlight / float64(len(g))
-			if p.TTFT > last.TTFT {
-				last = p
+		sent = math.Max(sent, level)
+		// Each probe of a burst by the order of its first token: the
+		// prompts ahead of it are production's (level less the burst) and
+		// the burst's earlier ones; those behind it, with production's
+		// running requests, are in flight beside it. A server that queues
+		// prompts first come first served charges the first, one that
+		// charges every request in flight alike the second: the spread of
+		// a burst's TTFTs tells them apart.
+		ordered := slices.SortedFunc(slices.Values(g), func(a, b Point) int { return cmp.Compare(a.TTFT, b.TTFT) })
+		ahead := math.Max(level-float64(len(g)), 0)
+		running := sent - level
+		for i, p := range ordered {
+			o := obs{q: ahead + float64(i+1), r: running + float64(len(g)-1-i), a: sent, level: level,
+				ttft: p.TTFT, e2e: p.E2E, burstSize: len(g), cell: p.Cell}
+			if p.Cell > 0 {
+				// A bench cell's requests all decoded amid its concurrency.
+				o.itl, o.b, o.decodeOK = p.ITL, level, true
+			} else if p.TTFT >= settledWithin*ordered[len(g)-1].TTFT {
+				// A probe whose first token came with the burst's last
+				// decoded with every request of the burst admitted and none
+				// of their prefills between its tokens; one before them
+				// decoded between later prompts' prefill chunks, slower
+				// than the batch it met says.
+				o.itl, o.decodeOK = p.ITL, !math.IsNaN(p.ITL)
+				o.b = math.Max(p.InFlight, 1)
 			}
+			out = append(out, o)
 		}
-		if o.cell > 0 {
-			o.itl, o.b, o.decodeOK = mean(g, func(p Point) float64 { return p.ITL }), o.q, true
-		} else {
-			o.itl, o.decodeOK = last.ITL, !math.IsNaN(last.ITL)
-			if last.InFlight >= 1 {
-				o.b = last.InFlight
-			}
-		}
-		out = append(out, o)
 	}
 	return out
 }
@@ -133,30 +145,23 @@ func mean(ps []Point, v func(Point) float64) float64 {
 	return s / float64(len(ps))
 }
 
-// part is one fitted law (TTFT's or ITL's) and how a situation maps onto
-// its columns: N requests together, or k more on top of the load now.
+// part is one fitted law, TTFT's or ITL's.
 type part struct {
-	fit      linearFit
-	ok       bool
-	reach    float64 // the most requests together the data hold
-	together func(n float64) []float64
-	more     func(k, load, waiting float64) []float64
+	fit   linearFit
+	ok    bool
+	reach float64 // the most requests together the data hold
 }
 
-// ttftPart fits TTFT = τ0 + τq·(q−1) + τr·r.
+// ttftPart fits TTFT = τ0 + τq·(q−1) + τr·r: τq per prompt prefilled
+// ahead of it, τr per request running beside it.
 func ttftPart(os []obs, pr Prior) part {
-	p := part{
-		together: func(n float64) []float64 { return []float64{1, n - 1, 0} },
-		more: func(k, load, waiting float64) []float64 {
-			return []float64{1, waiting + k - 1, math.Max(load-waiting, 0)}
-		},
-	}
+	var p part
 	var x [][]float64
 	var y []float64
 	for _, o := range os {
 		if o.ttft > 0 && !math.IsInf(o.ttft, 0) {
 			x, y = append(x, []float64{1, o.q - 1, o.r}), append(y, o.ttft)
-			p.reach = math.Max(p.reach, o.q)
+			p.reach = math.Max(p.reach, o.level)
 		}
 	}
 	p.fitTo(x, y, pr.TTFT, pr)
@@ -165,10 +170,7 @@ func ttftPart(os []obs, pr Prior) part {
 
 // itlPart fits ITL = δ0 + δb·(b−1) + δa·(a−b).
 func itlPart(os []obs, pr Prior) part {
-	p := part{
-		together: func(n float64) []float64 { return []float64{1, n - 1, 0} },
-		more:     func(k, load, _ float64) []float64 { return []float64{1, load + k - 1, 0} },
-	}
+	var p part
 	var x [][]float64
 	var y []float64
 	arrived := 0.0
@@ -216,115 +218,6 @@ func (p *part) fitTo(x [][]float64, y []float64, r Ratio, pr Prior) {
 // slope says whether the fit knows how the quantity grows with requests
 // sent together (a slope held at zero is known; so is one from a prior).
 func (p part) slope() bool { return p.ok && p.fit.varies[1] }
-
-// term is one SLO's quantity as the model states it: a weighted sum of
-// parts (E2E is a TTFT and then a decode of so many tokens), against the
-// threshold on that quantity (1/decode speed for a decode threshold).
-type term struct {
-	name   string
-	parts  []part
-	coefs  []float64
-	offset float64 // the statistic's distance from the mean, in residuals
-	limit  float64
-}
-
-// law states one SLO's quantity from the fitted parts.
-func law(s SLO, os []obs, stat string, ttft, itl part) term {
-	t := term{name: s.Name, limit: s.Threshold}
-	switch s.Name {
-	case "ttft_seconds":
-		t.parts, t.coefs = []part{ttft}, []float64{1}
-	case "e2e_seconds":
-		// The tokens after the first, each an ITL: the probes' own count.
-		var ds []float64
-		for _, o := range os {
-			if o.decodeOK && o.itl > 0 && o.e2e > o.ttft {
-				ds = append(ds, (o.e2e-o.ttft)/o.itl)
-			}
-		}
-		t.parts, t.coefs = []part{ttft, itl}, []float64{1, Statistic(ds, "p50")}
-	default: // itl_seconds, decode_tokens_per_second: both on the ITL
-		if s.Name == "decode_tokens_per_second" {
-			t.limit = 1 / s.Threshold
-		}
-		t.parts, t.coefs = []part{itl}, []float64{1}
-	}
-	if t.ok() && stat != "mean" && stat != "" {
-		t.offset = Statistic(t.parts[0].fit.resid, stat)
-	}
-	return t
-}
-
-func (t term) ok() bool {
-	for i, p := range t.parts {
-		if !p.ok || math.IsNaN(t.coefs[i]) {
-			return false
-		}
-	}
-	return len(t.parts) > 0
-}
-
-func (t term) slope() bool {
-	for _, p := range t.parts {
-		if !p.slope() {
-			return false
-		}
-	}
-	return t.ok()
-}
-
-// reach is the most requests together every part's data hold.
-func (t term) reach() float64 {
-	r := math.Inf(1)
-	for _, p := range t.parts {
-		r = math.Min(r, p.reach)
-	}
-	return r
-}
-
-// together is the quantity for n requests of the shape sent together,
-// and its standard error.
-func (t term) together(n float64) (float64, float64) {
-	return t.sum(func(p part) []float64 { return p.together(n) })
-}
-
-func (t term) sum(g func(part) []float64) (v, se float64) {
-	var v2 float64
-	for i, p := range t.parts {
-		pv, pse := p.fit.predict(g(p))
-		v += t.coefs[i] * pv
-		v2 += t.coefs[i] * t.coefs[i] * pse * pse
-	}
-	return v + t.offset, math.Sqrt(v2)
-}
-
-// crossing is the smallest n in [0, maxN] where value(n) + band·se reaches
-// the limit: +Inf when it never does.
-func (t term) crossing(value func(n float64) (float64, float64), band float64) float64 {
-	f := func(n float64) float64 {
-		v, se := value(n)
-		return v + band*se - t.limit
-	}
-	if f(0) >= 0 {
-		return 0
-	}
-	lo, hi := 0.0, 1.0
-	for f(hi) < 0 {
-		lo, hi = hi, 2*hi
-		if hi > maxN {
-			return math.Inf(1)
-		}
-	}
-	for range 60 {
-		mid := (lo + hi) / 2
-		if f(mid) < 0 {
-			lo = mid
-		} else {
-			hi = mid
-		}
-	}
-	return (lo + hi) / 2
-}
 
 // Prior is what a target's other use cases say of one use case's laws
 // before its own bursts do: how steeply TTFT and ITL grow per request sent
@@ -410,36 +303,6 @@ func Pool(others []Prior) Prior {
 	return out
 }
 
-// maxN is where a crossing search gives up: no server holds a million
-// requests together.
-const maxN = 1 << 20
-
-// sloFit is what one SLO's law says of the capacity.
-type sloFit struct {
-	est, lo, hi float64
-	placed      bool
-	why         string
-}
-
-// place solves one SLO: the estimate where the fitted law reaches the
-// threshold, the bounds where its confidence band does, and whether the
-// data place it (within Reach of what they hold).
-func (t term) place() sloFit {
-	short := sloShort(t.name)
-	if !t.slope() {
-		return sloFit{est: math.NaN(), lo: math.NaN(), hi: math.Inf(1),
-			why: short + ": no requests sent together at two levels yet"}
-	}
-	f := sloFit{est: t.crossing(t.together, 0), lo: t.crossing(t.together, z), hi: t.crossing(t.together, -z)}
-	reach := t.reach()
-	f.placed = f.est <= Reach*reach
-	if !f.placed {
-		f.lo = math.Min(f.lo, Reach*reach)
-		f.why = fmt.Sprintf("%s threshold not reached; requests together up to %.0f", short, reach)
-	}
-	return f
-}
-
 func sloShort(name string) string {
 	switch name {
 	case "ttft_seconds":
@@ -453,32 +316,73 @@ func sloShort(name string) string {
 }
 
 // evaluate fills e's capacity, bounds, margin, free and ratio from the
-// model fitted to os.
-func (e *Estimate) evaluate(os []obs, stat string, load, waiting float64, pr Prior) {
+// laws fitted to os, run in the twin (twin.go) with output tokens per
+// request.
+func (e *Estimate) evaluate(os []obs, stat string, output, load, waiting float64, pr Prior) {
 	ttft, itl := ttftPart(os, pr), itlPart(os, pr)
-	terms := make([]term, len(e.SLOs))
+	if stat != "mean" && stat != "" {
+		// A percentile is the mean's law shifted by the residuals' own
+		// percentile: the noise around the law, not the law, sets it.
+		for _, p := range []*part{&ttft, &itl} {
+			if p.ok {
+				p.fit.beta = slices.Clone(p.fit.beta)
+				p.fit.beta[0] += Statistic(p.fit.resid, stat)
+			}
+		}
+	}
+	base := &cells{tw: twin{ttft: ttft.fit.beta, itl: itl.fit.beta, output: output}}
+	type sloFit struct {
+		est, lo, hi float64
+		placed      bool
+	}
 	fits := make([]sloFit, len(e.SLOs))
 	binding := -1
 	var whys []string
 	e.Lower, e.Upper = math.Inf(1), math.Inf(1)
 	for i := range e.SLOs {
 		s := &e.SLOs[i]
-		terms[i] = law(*s, os, stat, ttft, itl)
-		fits[i] = terms[i].place()
-		s.Capacity, s.Lower, s.Upper, s.Why = fits[i].est, fits[i].lo, fits[i].hi, fits[i].why
-		if terms[i].ok() {
-			r := terms[i].reach()
-			s.Curve = terms[i].curve(s.Name, math.Max(2*r, math.Min(fits[i].est*1.2, 4*r)))
+		parts := []part{itl}
+		switch s.Name {
+		case "ttft_seconds":
+			parts = []part{ttft}
+		case "e2e_seconds":
+			parts = []part{ttft, itl}
 		}
-		if fits[i].why != "" {
-			whys = append(whys, fits[i].why)
+		reach := math.Inf(1)
+		sloped := true
+		for _, p := range parts {
+			reach = math.Min(reach, p.reach)
+			sloped = sloped && p.slope()
 		}
-		if math.IsNaN(fits[i].est) {
+		short := sloShort(s.Name)
+		if !sloped {
+			whys = append(whys, short+": no requests sent together at two levels yet")
 			e.Lower = math.NaN()
 			continue
 		}
-		e.Lower, e.Upper = math.Min(e.Lower, fits[i].lo), math.Min(e.Upper, fits[i].hi)
-		if binding < 0 || fits[i].est < fits[binding].est {
+		// The search goes as far as the data place a threshold, and the
+		// upper bound's four times further: past that, nothing bounds it.
+		far := int(math.Ceil(Reach * reach))
+		f := sloFit{est: base.limit(*s, far)}
+		f.placed = f.est <= Reach*reach
+		at := math.Min(f.est, float64(far))
+		f.lo = shifted(ttft, itl, output, at, z).limit(*s, far)
+		f.hi = shifted(ttft, itl, output, at, -z).limit(*s, 4*far)
+		if f.hi > float64(4*far) {
+			f.hi = math.Inf(1)
+		}
+		if !f.placed {
+			f.est = math.NaN()
+			f.lo = math.Min(f.lo, Reach*reach)
+			whys = append(whys, fmt.Sprintf("%s threshold not reached; requests together up to %.0f", short, reach))
+		}
+		fits[i] = f
+		s.Capacity, s.Lower, s.Upper = f.est, f.lo, f.hi
+		s.Curve = curve(base, s.Name, math.Max(2*reach, math.Min(at*1.2, 4*reach)))
+		e.Lower, e.Upper = math.Min(e.Lower, f.lo), math.Min(e.Upper, f.hi)
+		// The binding threshold is the one that breaks first: a placed
+		// one at its estimate, one not placed past its bound.
+		if binding < 0 || f.placed && (!fits[binding].placed || f.est < fits[binding].est) {
 			binding = i
 		}
 	}
@@ -492,7 +396,9 @@ func (e *Estimate) evaluate(os []obs, stat string, load, waiting float64, pr Pri
 			e.Bound = ""
 		}
 		return
-	case !fits[binding].placed:
+	case !fits[binding].placed || slices.ContainsFunc(fits, func(f sloFit) bool { return !f.placed && f.lo < fits[binding].est }):
+		// Not placed, or another threshold's bound lies below the placed
+		// one's estimate: which breaks first is not known.
 		e.Bound = "lower"
 		e.Why = fmt.Sprintf("at least %.1f: %s", e.Lower, e.Why)
 		return
@@ -503,35 +409,74 @@ func (e *Estimate) evaluate(os []obs, stat string, load, waiting float64, pr Pri
 		return
 	}
 	// The margin, the free requests and the ratio are one reading of the
-	// same laws at the load now, so that they never disagree: the margin is
-	// what one more request would meet, free how many more fit.
-	w := math.Max(waiting, 0)
-	if math.IsNaN(waiting) {
-		w = 0
+	// same twin with the load now in it, so that they never disagree: the
+	// margin is what one more request would meet, free how many more fit.
+	w := 0.0
+	if waiting > 0 {
+		w = waiting
 	}
+	now := &cells{tw: twin{ttft: ttft.fit.beta, itl: itl.fit.beta, output: output, running: math.Max(load-w, 0), waiting: w}}
+	one := now.at(1)
 	free := math.Inf(1)
 	e.Margin = math.Inf(1)
 	for i := range e.SLOs {
-		s, t := &e.SLOs[i], terms[i]
-		more := func(k float64) (float64, float64) {
-			return t.sum(func(p part) []float64 { return p.more(k, load, w) })
-		}
-		v, _ := more(1)
-		s.Margin = (t.limit - v) / t.limit
-		if s.Name == "decode_tokens_per_second" {
-			s.Margin = (1/v - s.Threshold) / s.Threshold
-		}
+		s := &e.SLOs[i]
+		s.Margin = margin(s.Name, one.value(s.Name), s.Threshold)
 		e.Margin = math.Min(e.Margin, s.Margin)
-		free = math.Min(free, t.crossing(more, 0))
+		free = math.Min(free, now.limit(*s, int(math.Ceil(e.Capacity))+1))
 	}
 	if e.Margin < 0 || free < 1 {
 		free = 0
 	}
-	e.Free = free
+	e.Free = math.Min(free, e.Capacity)
 	e.Ratio = 0
 	if e.Capacity > 0 {
-		e.Ratio = math.Min(free/e.Capacity, 1)
+		e.Ratio = e.Free / e.Capacity
 	}
+}
+
+// shifted is the twin with both laws moved along their confidence band at
+// n requests together by band standard errors: the fit's coefficients
+// shifted in the direction that moves the prediction there most for its
+// variance (Σg/√(gᵀΣg)), which for a linear law is where its band crosses.
+// band > 0 is the pessimistic side (the lower bound), < 0 the optimistic.
+func shifted(ttft, itl part, output, n, band float64) *cells {
+	return &cells{tw: twin{
+		ttft:   shift(ttft.fit, []float64{1, (n - 1) / 2, 0}, band),
+		itl:    shift(itl.fit, []float64{1, n - 1, 0}, band),
+		output: output,
+	}}
+}
+
+func shift(f linearFit, g []float64, band float64) []float64 {
+	out := slices.Clone(f.beta)
+	if out == nil {
+		return []float64{0, 0, 0}
+	}
+	sg := make([]float64, len(g))
+	v := 0.0
+	for a := range g {
+		for b := range g {
+			if g[b] != 0 {
+				sg[a] += f.cov[a][b] * g[b]
+			}
+		}
+		v += g[a] * sg[a]
+	}
+	if !(v > 0) || math.IsInf(v, 0) {
+		if math.IsInf(v, 0) && band > 0 {
+			// Nothing bounds the law from above: pessimism without limit.
+			return []float64{math.Inf(1), math.Inf(1), math.Inf(1)}
+		}
+		return out
+	}
+	for a := range out {
+		out[a] += band * sg[a] / math.Sqrt(v)
+		if a > 0 {
+			out[a] = math.Max(out[a], 0)
+		}
+	}
+	return out
 }
 
 // alone is the capacity's lower bound before any law can be sloped: 1 when
@@ -550,17 +495,19 @@ func (e *Estimate) alone() float64 {
 	return out
 }
 
-// curve samples a fitted law for N together, for the status page's chart.
-func (t term) curve(name string, upTo float64) Curve {
-	upTo = math.Min(math.Max(upTo, 2), maxN)
+// curve samples the twin for one SLO at n = 1 to upTo, for the status
+// page's chart.
+func curve(cs *cells, name string, upTo float64) Curve {
+	top := int(math.Min(math.Max(math.Ceil(upTo), 2), 4096))
 	var c Curve
+	last := 0
 	for i := range 9 {
-		n := 1 + (upTo-1)*float64(i)/8
-		v, _ := t.together(n)
-		if name == "decode_tokens_per_second" {
-			v = 1 / v
+		n := 1 + (top-1)*i/8
+		if n == last {
+			continue
 		}
-		c = append(c, Knot{Load: n, Value: v})
+		last = n
+		c = append(c, Knot{Load: float64(n), Value: cs.at(n).value(name)})
 	}
 	return c
 }

@@ -103,6 +103,11 @@ type UseCase struct {
 	E2EMax       time.Duration `yaml:"e2e_max"`
 	DecodeMinTPS float64       `yaml:"decode_min_tps"`
 	ITLMax       time.Duration `yaml:"itl_max"`
+	// OutputTokens is how many tokens a request of the use case generates,
+	// as the reports' "N concurrent requests" run it (1024 for their
+	// chatbots); the probes may generate fewer, which measure the decode's
+	// speed as well and cost less. Default: the scenario's output_tokens.
+	OutputTokens int `yaml:"output_tokens"`
 }
 
 // Power selects where GPU power readings come from.
@@ -294,6 +299,13 @@ func (c *Config) applyDefaults() {
 		if u.CurveWindow == 0 {
 			u.CurveWindow = max(6*time.Hour, u.Window)
 		}
+		if u.OutputTokens == 0 {
+			for _, s := range c.Scenarios {
+				if s.Name == u.Scenario {
+					u.OutputTokens = s.OutputTokens
+				}
+			}
+		}
 	}
 }
 
@@ -465,6 +477,9 @@ func (c *Config) Validate() error {
 		}
 		if u.CurveWindow < u.Window {
 			bad(p+".curve_window", "must be at least the window (%s), got %s", u.Window, u.CurveWindow)
+		}
+		if u.OutputTokens < 2 || u.OutputTokens > 1<<20 {
+			bad(p+".output_tokens", "must be 2 to 1048576 (ITL needs two tokens), got %d", u.OutputTokens)
 		}
 		if u.TTFTMax < 0 || u.E2EMax < 0 || u.ITLMax < 0 || u.DecodeMinTPS < 0 {
 			bad(p, "thresholds must not be negative")

@@ -17,17 +17,19 @@ func DefaultScenarios() []Scenario {
 	}
 }
 
-// DefaultUseCases are the five use cases and thresholds of reports 000-002.
+// DefaultUseCases are the five use cases and thresholds of reports 000-002,
+// with the output their "N concurrent requests" generate (1024 tokens; 128
+// for code completion).
 func DefaultUseCases() []UseCase {
-	mk := func(name, scenario string, ttft, e2e time.Duration, decode float64) UseCase {
+	mk := func(name, scenario string, ttft, e2e time.Duration, decode float64, output int) UseCase {
 		return UseCase{Name: name, Scenario: scenario, Statistic: "mean", Window: 30 * time.Minute,
-			TTFTMax: ttft, E2EMax: e2e, DecodeMinTPS: decode}
+			TTFTMax: ttft, E2EMax: e2e, DecodeMinTPS: decode, OutputTokens: output}
 	}
 	return []UseCase{
-		mk("code-completion", "ctx-1k", 0, 2*time.Second, 0),
-		mk("short-chatbot", "ctx-8k", 10*time.Second, 0, 10),
-		mk("chatbot", "ctx-32k", 8*time.Second, 0, 15),
-		mk("document", "ctx-64k", 12*time.Second, 0, 15),
-		mk("coding-assistant", "ctx-96k", 12*time.Second, 0, 20),
+		mk("code-completion", "ctx-1k", 0, 2*time.Second, 0, 128),
+		mk("short-chatbot", "ctx-8k", 10*time.Second, 0, 10, 1024),
+		mk("chatbot", "ctx-32k", 8*time.Second, 0, 15, 1024),
+		mk("document", "ctx-64k", 12*time.Second, 0, 15, 1024),
+		mk("coding-assistant", "ctx-96k", 12*time.Second, 0, 20, 1024),
 	}
 }

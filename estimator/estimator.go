@@ -225,6 +225,6 @@ func useCasesOf(cfg *config.Config, target string) []config.UseCase {
 func (e *Estimator) Reset(target string) { e.store.Forget(target) }
 
 func useCase(u config.UseCase) capacity.UseCase {
-	return capacity.UseCase{Name: u.Name, Scenario: u.Scenario, Statistic: u.Statistic, Window: u.Window,
+	return capacity.UseCase{Name: u.Name, Scenario: u.Scenario, Statistic: u.Statistic, Window: u.Window, OutputTokens: u.OutputTokens,
 		TTFTMax: u.TTFTMax.Seconds(), E2EMax: u.E2EMax.Seconds(), ITLMax: u.ITLMax.Seconds(), DecodeMin: u.DecodeMinTPS}
 }

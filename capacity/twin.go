@@ -1,0 +1,194 @@
+package capacity
+
+import (
+	"container/heap"
+	"math"
+)
+
+// rounds is how many requests each slot of the reports' closed loop serves
+// (sim.Rounds, which cannot be imported here: sim builds on capacity). All
+// slots start together and every round counts: the first round is a burst,
+// the second arrives as the first ends, staggered by its decode.
+const rounds = 2
+
+// twin runs the fitted laws as the reports measure "N concurrent requests":
+// n requests of the use case's shape (output tokens each) start together,
+// each is replaced as it ends, rounds requests per slot, and the means are
+// taken over every request. Each request's TTFT is set on arrival by the
+// TTFT law from the prefills queued ahead of it and the requests running;
+// its ITL, at its first token, by the ITL law from the batch it decodes in
+// and the requests it arrived into. The production in flight now (running,
+// waiting) stays in flight throughout: with it, the twin says how many more
+// fit on top of it (free requests); without, the capacity.
+type twin struct {
+	ttft, itl        []float64 // the laws' coefficients (part's columns)
+	output           float64
+	running, waiting float64
+}
+
+// cell is what the twin measures at one n: means over its requests.
+type cell struct{ ttft, itl, e2e, decode float64 }
+
+type twinReq struct {
+	slot, round        int
+	arrive, first, end float64
+}
+
+type arrivals []twinReq
+
+func (a arrivals) Len() int { return len(a) }
+func (a arrivals) Less(i, j int) bool {
+	return a[i].arrive < a[j].arrive || a[i].arrive == a[j].arrive && a[i].slot < a[j].slot
+}
+func (a arrivals) Swap(i, j int) { a[i], a[j] = a[j], a[i] }
+func (a *arrivals) Push(x any)   { *a = append(*a, x.(twinReq)) }
+func (a *arrivals) Pop() any {
+	old := *a
+	x := old[len(old)-1]
+	*a = old[:len(old)-1]
+	return x
+}
+
+func (tw twin) closed(n int) cell {
+	if n < 1 {
+		return cell{}
+	}
+	// Each request's decode batch is the time it shares with others'
+	// decodes, which depends on when they end: a few passes, each with the
+	// batches the one before measured, settle it.
+	var batch map[[2]int]float64
+	var c cell
+	for range twinPasses {
+		var done []twinReq
+		c, done = tw.run(n, batch)
+		batch = map[[2]int]float64{}
+		for _, r := range done {
+			b := 1 + tw.running
+			if span := r.end - r.first; span > 0 {
+				for _, o := range done {
+					if o != r {
+						b += math.Max(0, math.Min(r.end, o.end)-math.Max(r.first, o.first)) / span
+					}
+				}
+			}
+			batch[[2]int{r.slot, r.round}] = b
+		}
+	}
+	return c
+}
+
+// twinPasses is how many passes closed makes: the batches move little after
+// the second.
+const twinPasses = 3
+
+func (tw twin) run(n int, batch map[[2]int]float64) (cell, []twinReq) {
+	var c cell
+	pending := make(arrivals, n)
+	for i := range pending {
+		pending[i] = twinReq{slot: i}
+	}
+	heap.Init(&pending)
+	var active, done []twinReq
+	for pending.Len() > 0 {
+		r := heap.Pop(&pending).(twinReq)
+		t := r.arrive
+		kept := active[:0]
+		ahead, running := 0.0, 0.0
+		for _, o := range active {
+			if o.end <= t {
+				continue
+			}
+			kept = append(kept, o)
+			if o.first > t {
+				ahead++
+			} else {
+				running++
+			}
+		}
+		active = kept
+		// Those arriving at the same instant behind it are in flight
+		// beside it, not ahead of it.
+		behind := 0.0
+		for _, o := range pending {
+			if o.arrive == t {
+				behind++
+			}
+		}
+		ttft := tw.ttft[0] + tw.ttft[1]*(ahead+tw.waiting) + tw.ttft[2]*(running+behind+tw.running)
+		r.first = t + math.Max(ttft, 0)
+		inFlight := 1 + ahead + running + behind + tw.running + tw.waiting
+		b, ok := batch[[2]int{r.slot, r.round}]
+		if !ok {
+			// The first pass takes every request in flight on arrival to
+			// decode beside it; the later ones measure it.
+			b = inFlight
+		}
+		itl := tw.itl[0] + tw.itl[1]*(b-1) + tw.itl[2]*math.Max(inFlight-b, 0)
+		itl = math.Max(itl, 1e-9)
+		r.end = r.first + (tw.output-1)*itl
+		active = append(active, r)
+		done = append(done, r)
+		c.ttft += r.first - r.arrive
+		c.itl += itl
+		c.e2e += r.end - r.arrive
+		c.decode += 1 / itl
+		if r.round+1 < rounds {
+			heap.Push(&pending, twinReq{slot: r.slot, round: r.round + 1, arrive: r.end})
+		}
+	}
+	count := float64(len(done))
+	c.ttft, c.itl, c.e2e, c.decode = c.ttft/count, c.itl/count, c.e2e/count, c.decode/count
+	return c, done
+}
+
+// value is a cell's figure for one SLO.
+func (c cell) value(name string) float64 {
+	switch name {
+	case "ttft_seconds":
+		return c.ttft
+	case "e2e_seconds":
+		return c.e2e
+	case "itl_seconds":
+		return c.itl
+	}
+	return c.decode
+}
+
+// margin is a figure's relative distance to its threshold (< 0: breached).
+func margin(name string, v, threshold float64) float64 {
+	if name == "decode_tokens_per_second" {
+		return (v - threshold) / threshold
+	}
+	return (threshold - v) / threshold
+}
+
+// cells memoizes a twin's cells: each SLO's search asks for the same n.
+type cells struct {
+	tw   twin
+	seen map[int]cell
+}
+
+func (cs *cells) at(n int) cell {
+	if c, ok := cs.seen[n]; ok {
+		return c
+	}
+	if cs.seen == nil {
+		cs.seen = map[int]cell{}
+	}
+	c := cs.tw.closed(n)
+	cs.seen[n] = c
+	return c
+}
+
+// limit is the largest n up to maxN at which the SLO holds in the twin,
+// interpolated between levels as a benchmark's search is (Search); maxN+1
+// when it holds up to maxN.
+func (cs *cells) limit(s SLO, maxN int) float64 {
+	l, capped, _ := Search(maxN, func(n int) (float64, error) {
+		return margin(s.Name, cs.at(n).value(s.Name), s.Threshold), nil
+	})
+	if capped {
+		return float64(maxN + 1)
+	}
+	return l
+}

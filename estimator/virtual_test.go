@@ -28,16 +28,17 @@ import (
 // horizon is how long each virtual-time run watches its server.
 const horizon = time.Hour
 
-// watched is what one run of the daemon saw of one use case.
+// watched is what one run of the daemon saw of its use cases.
 type watched struct {
-	est       capacity.Estimate // at the horizon
-	first     time.Duration     // to the first capacity estimate; -1: none
-	occupancy float64           // probe busy time over the run, as headroom_probe_busy_seconds_total counts it
-	bursts    []time.Time       // when each calibration burst was logged
-	sizes     []int             // and its probes
-	summaries []string          // the monitor's summary lines
-	start     time.Time         // when probing started
-	done      bool              // the run completed (-run may pick some runs alone)
+	all       map[string]capacity.Estimate // every use case's estimate at the horizon
+	est       capacity.Estimate            // the chosen use case's, at the horizon
+	first     time.Duration                // to its first capacity estimate; -1: none
+	occupancy float64                      // probe busy time over the run, as headroom_probe_busy_seconds_total counts it
+	bursts    []time.Time                  // when each calibration burst was logged
+	sizes     []int                        // and its probes
+	summaries []string                     // the monitor's summary lines
+	start     time.Time                    // when probing started
+	done      bool                         // the run completed (-run may pick some runs alone)
 }
 
 // watch runs the shipped monitor and estimator, configured by cfgText (its
@@ -52,21 +53,31 @@ func watch(t *testing.T, prof sim.Profile, cfgText string, load sim.Pattern, sha
 // watchServer is watch with the simulator's handler wrapped (nil: as is),
 // as a real engine differs from it.
 func watchServer(t *testing.T, prof sim.Profile, wrap func(http.Handler) http.Handler, cfgText string, load sim.Pattern, shape sim.Shape, useCase string, seed uint64) watched {
+	return watchHandler(t, func(ctx context.Context, wg *sync.WaitGroup) http.Handler {
+		srv := sim.NewServer(prof, 1, "vllm")
+		wg.Go(func() { srv.Run(ctx) })
+		wg.Go(func() { srv.RunLoad(ctx, load, []sim.Shape{shape}, seed) })
+		if wrap != nil {
+			return wrap(srv.Handler())
+		}
+		return srv.Handler()
+	}, cfgText, useCase, seed)
+}
+
+// watchHandler runs the shipped monitor and estimator, configured by
+// cfgText (its target named sim), for the horizon in virtual time against
+// the server serve builds inside the bubble, on an in-memory network:
+// serve starts the server's goroutines on wg, to end with ctx. useCase is
+// the one whose estimate and first estimate watched keeps apart.
+func watchHandler(t *testing.T, serve func(ctx context.Context, wg *sync.WaitGroup) http.Handler, cfgText, useCase string, seed uint64) watched {
 	var w watched
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		srv := sim.NewServer(prof, 1, "vllm")
 		ln := memnet.Listen()
-		h := srv.Handler()
-		if wrap != nil {
-			h = wrap(h)
-		}
-		hs := &http.Server{Handler: h}
 		var wg sync.WaitGroup
+		hs := &http.Server{Handler: serve(ctx, &wg)}
 		wg.Go(func() { _ = hs.Serve(ln) })
-		wg.Go(func() { srv.Run(ctx) })
-		wg.Go(func() { srv.RunLoad(ctx, load, []sim.Shape{shape}, seed) })
 		cfg, err := config.Parse([]byte(cfgText))
 		if err != nil {
 			t.Fatal(err)
@@ -82,9 +93,11 @@ func watchServer(t *testing.T, prof sim.Profile, wrap func(http.Handler) http.Ha
 		mon := monitor.New(slog.New(slog.NewTextHandler(logs, nil)), probes, est, est, monitor.WithDial(ln.Dial))
 		mon.Apply(ctx, cfg)
 		w.first = -1
+		w.all = map[string]capacity.Estimate{}
 		for time.Since(start) < horizon {
 			time.Sleep(10 * time.Second)
 			for _, e := range est.Estimates(mon.Status(), time.Now()) {
+				w.all[e.UseCase] = e
 				if e.UseCase == useCase {
 					w.est = e
 				}

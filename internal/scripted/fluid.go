@@ -29,7 +29,8 @@ type freq struct {
 	admitted bool    // holds its KV tokens
 	work     float64 // prefill seconds left
 	first    float64 // time of the first token, -1 before
-	tokens   float64 // emitted, the first included; fractional while decoding
+	tokens   float64 // decoded, the first included; fractional while decoding
+	emitted  int     // tokens delivered as events, for a loud request
 	itl      float64 // interval between tokens, as of the last event
 	rate     float64 // prefill progress per second, as of the last event
 }
@@ -138,7 +139,7 @@ func (f *fluid) due(r *freq) float64 {
 	}
 	target := float64(r.output)
 	if r.loud {
-		target = math.Min(target, math.Floor(r.tokens+eps)+1)
+		target = float64(r.emitted + 1)
 	}
 	return f.t + (target-r.tokens)*r.itl
 }
@@ -154,7 +155,7 @@ func (f *fluid) next() float64 {
 func (f *fluid) advance(to float64, evs []event) []event {
 	for {
 		n := f.next()
-		if n > to {
+		if n > to || math.IsInf(n, 1) {
 			f.progress(to)
 			return evs
 		}
@@ -196,20 +197,18 @@ func (f *fluid) fire(evs []event) []event {
 			continue
 		}
 		if r.first < 0 {
-			r.first, r.tokens, r.work = f.t, 1, 0
+			r.first, r.tokens, r.emitted, r.work = f.t, 1, 1, 0
 			f.prompt += float64(r.prompt)
 			f.gen++
 			evs = append(evs, event{r.id, firstToken, f.t, r.loud})
 		} else {
 			r.tokens = math.Round(r.tokens)
-			if r.loud && r.tokens < float64(r.output) {
+			if r.loud {
+				r.emitted++
 				evs = append(evs, event{r.id, token, f.t, true})
 			}
 		}
 		if r.tokens >= float64(r.output) {
-			if r.loud && r.output > 1 {
-				evs = append(evs, event{r.id, token, f.t, true})
-			}
 			evs = append(evs, event{r.id, finished, f.t, r.loud})
 			f.remove(i)
 			i--
@@ -240,7 +239,7 @@ func (f *fluid) reading() reading {
 	return g
 }
 
-func (f *fluid) clone() engine {
+func (f *fluid) clone() machine {
 	c := *f
 	c.reqs = make([]*freq, len(f.reqs))
 	for i, r := range f.reqs {

@@ -177,9 +177,9 @@ type reading struct {
 	counters
 }
 
-// engine runs a law in virtual time. Its clock moves only by advance; add
+// machine runs a law in virtual time. Its clock moves only by advance; add
 // and cancel act at its current time.
-type engine interface {
+type machine interface {
 	now() float64
 	// next is when the next event happens, +Inf when none will.
 	next() float64
@@ -191,10 +191,10 @@ type engine interface {
 	// loud lists the loud requests it holds.
 	loud() []int64
 	reading() reading
-	clone() engine
+	clone() machine
 }
 
-func newEngine(l *Law, t float64) engine {
+func newEngine(l *Law, t float64) machine {
 	if l.Chunk > 0 {
 		return &stepped{law: l, t: t}
 	}

@@ -172,7 +172,7 @@ func (s *stepped) reading() reading {
 	return g
 }
 
-func (s *stepped) clone() engine {
+func (s *stepped) clone() machine {
 	c := *s
 	c.reqs = make([]*sreq, len(s.reqs))
 	for i, r := range s.reqs {

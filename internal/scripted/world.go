@@ -37,7 +37,7 @@ const (
 type world struct {
 	law       *Law
 	prod      *Production // nil: idle
-	eng       engine
+	eng       machine
 	pcg       rand.PCG // noise and production draws
 	nextID    int64
 	users     []user

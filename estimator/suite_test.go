@@ -1,0 +1,225 @@
+package estimator_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"text/tabwriter"
+
+	"github.com/headroom-dev/headroom/capacity"
+	"github.com/headroom-dev/headroom/config"
+	"github.com/headroom-dev/headroom/internal/scripted"
+	"github.com/headroom-dev/headroom/sim"
+)
+
+// suiteSeeds is how many laws of each family the suite draws, each run
+// idle and under production load. Each run watches a server for the
+// horizon; the suite's size is set by what 2 cores finish in about four
+// minutes.
+const suiteSeeds = 2
+
+// verdict is how one estimate of one use case compares with its truth.
+type verdict struct {
+	family, law, load, useCase string
+	seed                  uint64
+	truth                 float64
+	est                   capacity.Estimate
+}
+
+func (v verdict) has() bool    { return !math.IsNaN(v.est.Capacity) }
+func (v verdict) within() bool { return v.has() && sim.CapacityWithin(v.est.Capacity, v.truth, false, false) }
+func (v verdict) inside() bool { return v.est.Lower <= v.truth && v.truth <= v.est.Upper }
+
+// off2x: an estimate more than twice, or less than half, the truth, and
+// not within the tolerance (a truth of 0.8 read as 0.3 is within 1).
+func (v verdict) off2x() bool {
+	return v.has() && !v.within() && (v.est.Capacity > 2*v.truth || v.est.Capacity < v.truth/2)
+}
+
+// lowerBound: the export is a lower bound only; holds says the truth is
+// at or above it.
+func (v verdict) lowerBound() bool { return v.est.Bound == "lower" }
+func (v verdict) holds() bool      { return v.est.Lower <= v.truth }
+
+// TestGeneralizationSuite runs the shipped monitor and estimator with the
+// shipped defaults (the configuration names only the target) for the
+// horizon in virtual time at the default 2% budget against the scripted
+// servers of internal/scripted, whose true capacities come from their laws
+// (scripted.Law.Truth), never from headroom: each family's laws drawn at
+// suiteSeeds seeds, each idle and under its production load. It logs, per
+// run and use case, the truth, the estimate, its bounds and the verdicts,
+// and the totals per family and overall, for docs/capacity.md. Issue 36's
+// done-when (at least 90% within 15% or 1 request, the truth inside the
+// bounds in at least 95%, none more than 2x off) is asserted only with
+// HEADROOM_SUITE_ASSERT=1, while the model meant to meet it is written.
+func TestGeneralizationSuite(t *testing.T) {
+	if testing.Short() || raceEnabled {
+		t.Skip("an hour of virtual time per run: not under -short or -race")
+	}
+	reports, err := sim.Reports()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The truth's request shape is the reports': the scenario's prompt and
+	// the output length the reports measured each use case at.
+	inputs := map[string]int{}
+	for _, sc := range config.DefaultScenarios() {
+		inputs[sc.Name] = sc.InputTokens
+	}
+	outputs := map[string]int{}
+	for _, u := range reports[0].UseCases {
+		outputs[u.Name] = u.Output
+	}
+	useCases := config.DefaultUseCases()
+	const cfgText = "targets: [{name: sim, url: 'http://sim'}]\n"
+
+	type run struct {
+		law      scripted.Law
+		loaded   bool
+		verdicts []verdict
+		done     bool
+	}
+	var runs []*run
+	for _, f := range scripted.Families() {
+		for seed := range uint64(suiteSeeds) {
+			law := f.Draw(seed + 1)
+			truths := map[string]float64{}
+			for _, u := range useCases {
+				truths[u.Name] = law.Truth(inputs[u.Scenario], outputs[u.Name], u)
+			}
+			for _, loaded := range []bool{false, true} {
+				rn := &run{law: law, loaded: loaded}
+				runs = append(runs, rn)
+				load := "idle"
+				var prod *scripted.Production
+				if loaded {
+					load, prod = "loaded", scripted.DrawProduction(seed+1)
+				}
+				t.Run(fmt.Sprintf("%s/%d/%s", f.Name, seed+1, load), func(t *testing.T) {
+					t.Parallel()
+					w := watchHandler(t, func(ctx context.Context, wg *sync.WaitGroup) http.Handler {
+						srv := scripted.NewServer(law, prod)
+						wg.Go(func() { srv.Run(ctx) })
+						return srv
+					}, cfgText, "", seed+1)
+					if w.occupancy > 0.02+1e-4 {
+						t.Errorf("probes occupied %.2f%% of the time, budget 2%%", 100*w.occupancy)
+					}
+					for _, u := range useCases {
+						rn.verdicts = append(rn.verdicts, verdict{family: f.Name, law: law.Family, load: load, useCase: u.Name, seed: seed + 1,
+							truth: truths[u.Name], est: w.all[u.Name]})
+					}
+					rn.done = w.done
+					t.Logf("%s: %s", load, law)
+					for _, v := range rn.verdicts {
+						t.Logf("%s: truth %.1f, capacity %.1f [%.1f, %.1f] %s; %s", v.useCase, v.truth, v.est.Capacity, v.est.Lower, v.est.Upper, v.est.Bound, v.est.Why)
+					}
+				})
+			}
+		}
+	}
+	t.Cleanup(func() {
+		var all []verdict
+		ran := 0
+		for _, rn := range runs {
+			if rn.done {
+				all = append(all, rn.verdicts...)
+				ran++
+			}
+		}
+		t.Logf("%d of %d runs\n%s", ran, len(runs), suiteTable(all))
+		if ran < len(runs) || os.Getenv("HEADROOM_SUITE_ASSERT") != "1" {
+			return
+		}
+		var s tally
+		s.add(all...)
+		if 10*s.within < 9*s.runs {
+			t.Errorf("%d of %d within 15%% or 1 request of the truth, want at least 90%%", s.within, s.runs)
+		}
+		if 100*s.inside < 95*s.runs {
+			t.Errorf("the truth inside the bounds in %d of %d, want at least 95%%", s.inside, s.runs)
+		}
+		if s.off2x > 0 {
+			t.Errorf("%d estimates more than 2x off the truth, want none", s.off2x)
+		}
+	})
+}
+
+// tally counts verdicts.
+type tally struct{ runs, has, within, inside, off2x, lower, lowerHolds int }
+
+func (s *tally) add(vs ...verdict) {
+	for _, v := range vs {
+		s.runs++
+		count := func(n *int, ok bool) {
+			if ok {
+				*n++
+			}
+		}
+		count(&s.has, v.has())
+		count(&s.within, v.within())
+		count(&s.inside, v.inside())
+		count(&s.off2x, v.off2x())
+		count(&s.lower, v.lowerBound())
+		count(&s.lowerHolds, v.lowerBound() && v.holds())
+	}
+}
+
+func (s tally) cells() []string {
+	return []string{fmt.Sprint(s.runs), fmt.Sprint(s.has), fmt.Sprint(s.within), fmt.Sprint(s.inside), fmt.Sprint(s.off2x), fmt.Sprintf("%d of %d", s.lowerHolds, s.lower)}
+}
+
+// mdRow writes a Markdown table row, aligned by the tabwriter.
+func mdRow(w io.Writer, cells ...string) {
+	fmt.Fprintf(w, "| %s\t|\n", strings.Join(cells, "\t| "))
+}
+
+// suiteTable is the suite's table in Markdown: each run and use case, then
+// the totals per family and use case, and overall.
+func suiteTable(vs []verdict) string {
+	var b bytes.Buffer
+	tw := tabwriter.NewWriter(&b, 0, 0, 1, ' ', 0)
+	yes := func(ok bool) string {
+		if ok {
+			return "yes"
+		}
+		return "no"
+	}
+	num := func(v float64) string { return fmt.Sprintf("%.1f", v) }
+	mdRow(tw, "law", "seed", "load", "use case", "truth", "estimate", "lower", "upper", "bound", "within", "inside", ">2x off")
+	mdRow(tw, "---", "---", "---", "---", "---", "---", "---", "---", "---", "---", "---", "---")
+	for _, v := range vs {
+		mdRow(tw, v.law, fmt.Sprint(v.seed), v.load, v.useCase, num(v.truth), num(v.est.Capacity), num(v.est.Lower), num(v.est.Upper),
+			v.est.Bound, yes(v.within()), yes(v.inside()), yes(v.off2x()))
+	}
+	tw.Flush()
+	b.WriteString("\n")
+	mdRow(tw, "law", "use case", "runs", "estimate", "within 15%/1", "truth inside bounds", ">2x off", "lower bounds holding")
+	mdRow(tw, "---", "---", "---", "---", "---", "---", "---", "---")
+	type key struct{ family, useCase string }
+	var keys []key
+	per := map[key]*tally{}
+	var all tally
+	for _, v := range vs {
+		k := key{v.family, v.useCase}
+		if per[k] == nil {
+			per[k] = &tally{}
+			keys = append(keys, k)
+		}
+		per[k].add(v)
+		all.add(v)
+	}
+	for _, k := range keys {
+		mdRow(tw, append([]string{k.family, k.useCase}, per[k].cells()...)...)
+	}
+	mdRow(tw, append([]string{"all", ""}, all.cells()...)...)
+	tw.Flush()
+	return b.String()
+}

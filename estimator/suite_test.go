@@ -28,13 +28,15 @@ const suiteSeeds = 2
 // verdict is how one estimate of one use case compares with its truth.
 type verdict struct {
 	family, law, load, useCase string
-	seed                  uint64
-	truth                 float64
-	est                   capacity.Estimate
+	seed                       uint64
+	truth                      float64
+	est                        capacity.Estimate
 }
 
-func (v verdict) has() bool    { return !math.IsNaN(v.est.Capacity) }
-func (v verdict) within() bool { return v.has() && sim.CapacityWithin(v.est.Capacity, v.truth, false, false) }
+func (v verdict) has() bool { return !math.IsNaN(v.est.Capacity) }
+func (v verdict) within() bool {
+	return v.has() && sim.CapacityWithin(v.est.Capacity, v.truth, false, false)
+}
 func (v verdict) inside() bool { return v.est.Lower <= v.truth && v.truth <= v.est.Upper }
 
 // off2x: an estimate more than twice, or less than half, the truth, and

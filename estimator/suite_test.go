@@ -19,12 +19,6 @@ import (
 	"github.com/headroom-dev/headroom/sim"
 )
 
-// suiteSeeds is how many laws of each family the suite draws, each run
-// idle and under production load. Each run watches a server for the
-// horizon; the suite's size is set by what 2 cores finish in about four
-// minutes.
-const suiteSeeds = 2
-
 // verdict is how one estimate of one use case compares with its truth.
 type verdict struct {
 	family, law, load, useCase string
@@ -55,7 +49,7 @@ func (v verdict) holds() bool      { return v.est.Lower <= v.truth }
 // horizon in virtual time at the default 2% budget against the scripted
 // servers of internal/scripted, whose true capacities come from their laws
 // (scripted.Law.Truth), never from headroom: each family's laws drawn at
-// suiteSeeds seeds, each idle and under its production load. It logs, per
+// scripted.SuiteSeeds seeds, each idle and under its production load. It logs, per
 // run and use case, the truth, the estimate, its bounds and the verdicts,
 // and the totals per family and overall, for docs/capacity.md. Issue 36's
 // done-when (at least 90% within 15% or 1 request, the truth inside the
@@ -90,7 +84,7 @@ func TestGeneralizationSuite(t *testing.T) {
 	}
 	var runs []*run
 	for _, f := range scripted.Families() {
-		for seed := range uint64(suiteSeeds) {
+		for seed := range uint64(scripted.SuiteSeeds) {
 			law := f.Draw(seed + 1)
 			truths := map[string]float64{}
 			for _, u := range useCases {
@@ -120,6 +114,9 @@ func TestGeneralizationSuite(t *testing.T) {
 					}
 					rn.done = w.done
 					t.Logf("%s: %s", load, law)
+					if n := len(w.summaries); n > 0 {
+						t.Logf("last summary: %s", w.summaries[n-1])
+					}
 					for _, v := range rn.verdicts {
 						t.Logf("%s: truth %.1f, capacity %.1f [%.1f, %.1f] %s; %s", v.useCase, v.truth, v.est.Capacity, v.est.Lower, v.est.Upper, v.est.Bound, v.est.Why)
 					}

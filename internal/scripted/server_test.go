@@ -97,3 +97,26 @@ func TestServerMetrics(t *testing.T) {
 		t.Logf("before %+v\nafter %+v", before, after)
 	})
 }
+
+// A restart fails the requests in flight, answers nothing while the
+// server is down, and serves the same law after.
+func TestServerRestart(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		l := Families()[3].Draw(1) // chunked-prefill: the stepped engine
+		l.RestartAt, l.Downtime = 100, 30
+		ep, _ := serveLaw(t, l, nil)
+		q := probe.Request{API: "completions", Prompt: "a b c d e f g h", MaxTokens: 100000}
+		time.Sleep(90 * time.Second)
+		if r := probe.Run(t.Context(), ep, q); r.Outcome != probe.StreamError {
+			t.Errorf("a request in flight at the restart: %s (%v), want %s", r.Outcome, r.Err, probe.StreamError)
+		}
+		q.MaxTokens = 10
+		if r := probe.Run(t.Context(), ep, q); r.Outcome != probe.HTTPError {
+			t.Errorf("a request while down: %s (%v), want %s", r.Outcome, r.Err, probe.HTTPError)
+		}
+		time.Sleep(30 * time.Second)
+		if r := probe.Run(t.Context(), ep, q); r.Outcome != probe.Success {
+			t.Errorf("a request after the restart: %s (%v)", r.Outcome, r.Err)
+		}
+	})
+}

@@ -69,17 +69,23 @@ func (l Law) Closed(prompt, output, n int) Cell {
 	c.Decode /= float64(total)
 	c.ITL /= float64(total)
 	if l.Noise > 0 {
-		// Each time is multiplied by m = lognormal(σ)·k, k an outlier's
-		// factor (uniform) or 1: E[m] scales the times, E[1/m] the speed.
-		lognormal := math.Exp(l.Noise * l.Noise / 2)
-		k := (1 - l.OutlierP) + l.OutlierP*(l.OutlierMin+l.OutlierMax)/2
-		invK := (1 - l.OutlierP) + l.OutlierP*math.Log(l.OutlierMax/l.OutlierMin)/(l.OutlierMax-l.OutlierMin)
-		c.TTFT *= lognormal * k
-		c.E2E *= lognormal * k
-		c.ITL *= lognormal * k
-		c.Decode *= lognormal * invK
+		m, inv := l.noiseMeans()
+		c.TTFT *= m
+		c.E2E *= m
+		c.ITL *= m
+		c.Decode *= inv
 	}
 	return c
+}
+
+// noiseMeans are E[m] and E[1/m] of the noise's factor m = lognormal(σ)·k,
+// k an outlier's factor (uniform) or 1: the first scales the mean times,
+// the second the mean speed.
+func (l Law) noiseMeans() (m, inv float64) {
+	lognormal := math.Exp(l.Noise * l.Noise / 2)
+	k := (1 - l.OutlierP) + l.OutlierP*(l.OutlierMin+l.OutlierMax)/2
+	invK := (1 - l.OutlierP) + l.OutlierP*math.Log(l.OutlierMax/l.OutlierMin)/(l.OutlierMax-l.OutlierMin)
+	return lognormal * k, lognormal * invK
 }
 
 // maxTruth is the largest concurrency a truth is searched to; past it the

@@ -73,17 +73,23 @@ func (w *world) clone() *world {
 // add gives the engine a request with its noise drawn, at the engine's time.
 func (w *world) add(prompt, output int, loud bool) int64 {
 	w.nextID++
-	r := request{id: w.nextID, prompt: prompt, output: output, loud: loud, mT: 1, mI: 1}
+	r := w.noise(rand.New(&w.pcg))
+	r.id, r.prompt, r.output, r.loud = w.nextID, prompt, output, loud
+	w.eng.add(r)
+	return w.nextID
+}
+
+// noise is a request with its noise factors drawn from g.
+func (w *world) noise(g *rand.Rand) request {
+	r := request{mT: 1, mI: 1}
 	if l := w.law; l.Noise > 0 {
-		g := rand.New(&w.pcg)
 		r.mT, r.mI = math.Exp(l.Noise*g.NormFloat64()), math.Exp(l.Noise*g.NormFloat64())
 		if g.Float64() < l.OutlierP {
 			k := l.OutlierMin + (l.OutlierMax-l.OutlierMin)*g.Float64()
 			r.mT, r.mI = r.mT*k, r.mI*k
 		}
 	}
-	w.eng.add(r)
-	return w.nextID
+	return r
 }
 
 func (w *world) next() float64 {

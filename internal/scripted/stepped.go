@@ -50,7 +50,7 @@ func (s *stepped) cost(a, b int) float64 {
 // to do; mark fixes it.
 func (s *stepped) compose(mark bool) float64 {
 	l := s.law
-	budget, dur, any := l.Chunk, l.StepBase, false
+	budget, dur, work := l.Chunk, l.StepBase, false
 	for _, r := range s.reqs {
 		switch {
 		case r.gone:
@@ -64,19 +64,19 @@ func (s *stepped) compose(mark bool) float64 {
 			if r.filled == 0 {
 				dur += l.Overhead
 			}
-			any = true
+			work = true
 			if mark {
 				r.chunk = n
 			}
 		default:
 			dur += l.StepPerSeq + l.ITLPerKToken*float64(r.prompt+r.tokens)/1000
-			any = true
+			work = true
 			if mark {
 				r.decode = true
 			}
 		}
 	}
-	if !any {
+	if !work {
 		return math.Inf(1)
 	}
 	return dur

@@ -46,6 +46,14 @@ func TestTruthClosedForm(t *testing.T) {
 		// margin.
 		{"chunked steps", Law{Chunk: 1 << 20, StepBase: 0.01, StepPerSeq: 0.001},
 			100, 32, config.UseCase{DecodeMinTPS: 16}, 52 + (1000.0/62-16)/((1000.0/62-16)-(1000.0/63-16))},
+		// A KV cache of 3 requests of 1101 tokens; prefill 0.5 s, decode
+		// 100 x 10 ms, so a request ends E = 1.5 s after it is admitted.
+		// Up to 3 never wait: TTFT 0.5 s. With 4, one of each round waits
+		// for E, and the fourth of the second round for E again: 8
+		// requests, 6 with TTFT 0.5 s and 2 with E + 0.5 s, mean 0.5 +
+		// E/4 = 0.875 s. 0.8 s is crossed at 3 + (0.8-0.5)/(E/4) = 3.8.
+		{"kv cliff", Law{Overhead: 0.5, ITLBase: 0.01, ITLPower: 1, KVTokens: 3 * 1101, BlockSize: 1},
+			1000, 101, config.UseCase{TTFTMax: 800 * time.Millisecond}, 3.8},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -53,6 +61,14 @@ func TestTruthClosedForm(t *testing.T) {
 				t.Errorf("truth %.6f, want %.6f", got, tc.want)
 			}
 		})
+	}
+}
+
+// A lone prompt of L tokens takes ceil(L/Chunk) steps to its first token.
+func TestChunkedSteps(t *testing.T) {
+	l := Law{Chunk: 300, StepBase: 0.1}
+	if c := l.Closed(1000, 2, 1); math.Abs(c.TTFT-0.4) > 1e-9 || math.Abs(c.E2E-0.5) > 1e-9 {
+		t.Errorf("TTFT %.3f s and E2E %.3f s, want 4 and 5 steps of 0.1 s", c.TTFT, c.E2E)
 	}
 }
 

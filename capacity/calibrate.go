@@ -40,6 +40,11 @@ func Burst(e Estimate, load, queued float64, maxBurst int) int {
 	}
 	level := 0.0
 	switch {
+	case math.IsNaN(e.Capacity) && e.Aim > growth*top:
+		// The laws cross far past the levels measured: the next level
+		// aims at the crossing, at most leap times the highest, so that
+		// one wrong extrapolation costs one burst.
+		level = math.Min(e.Aim, leap*top)
 	case math.IsNaN(e.Capacity):
 		// No placed law: the next level doubles the highest, from three (two
 		// levels three apart carry a slope through a probe's noise).
@@ -61,6 +66,10 @@ const (
 	// growth is how much each burst raises the highest level measured:
 	// doubling reaches a capacity of 64 from one request in six bursts.
 	growth = 2.0
+	// leap is the most one burst raises the level towards a crossing the
+	// laws place far past it: a capacity of 100 is reached from 3 in
+	// three bursts, where doubling takes six and the budget pays for few.
+	leap = 4.0
 	// placedWithin: a capacity past this multiple of the highest level
 	// measured is extrapolated further than the 15% a benchmark's cell
 	// spacing gives, and a burst nearer it is worth its cost.

@@ -71,7 +71,7 @@ func loads(n int, lo, hi float64) []float64 {
 // the server's shape among those the model states.
 func TestModelRecoversKnownLaws(t *testing.T) {
 	inFlight := server{ // every request in flight costs the same, prefilling or not
-		ttft:     func(q, r float64) float64 { return 0.2 + 0.3*(q-1+r) },
+		ttft: func(q, r float64) float64 { return 0.2 + 0.3*(q-1+r) },
 		itl:  func(b, a float64) float64 { return 0.01 },
 	}
 	fcfs := server{ // prompts queue for one prefill of 1.2 s each
@@ -239,7 +239,7 @@ func TestBurst(t *testing.T) {
 		maxBurst, want int
 	}{
 		{"first", nil, 1, 0, 64, 3},
-		{"bracket the crossing at 7", []int{3}, 1, 0, 64, 6},
+		{"aim at the crossing at 7", []int{3}, 1, 0, 64, 7},
 		{"placed and measured", []int{3, 6, 8}, 1, 0, 64, 0},
 		{"queued requests count towards the level", nil, 1, 1, 64, 2},
 		{"at most maxBurst", nil, 1, 0, 2, 2},

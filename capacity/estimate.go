@@ -19,8 +19,13 @@ type UseCase struct {
 	E2EMax    float64 // seconds
 	ITLMax    float64 // seconds
 	DecodeMin float64 // tokens/s
-	// OutputTokens is what each of its "N concurrent requests" generates.
-	OutputTokens int
+	// InputTokens and OutputTokens are the shape of each of its "N
+	// concurrent requests".
+	InputTokens, OutputTokens int
+	// KVTokens is the target's KV cache in tokens where its engine says
+	// (engine.Load.KVTokens), 0 or NaN where not: it bounds how many of
+	// them the server admits at once.
+	KVTokens float64
 	// Prior is what the target's other use cases say of this one's laws
 	// (Pool of their Ratios); the zero Prior knows nothing.
 	Prior Prior
@@ -60,6 +65,12 @@ type Estimate struct {
 	Lower    float64 `json:"capacity_lower"`
 	Upper    float64 `json:"capacity_upper"`
 	Bound    string  `json:"bound,omitempty"`
+	// Aim is where the fitted laws cross a threshold, placed or not (+Inf:
+	// never), and Reach the most requests together their data hold: a
+	// bound's "at least" and where calibration goes next. NaN or 0 before
+	// the laws have slopes.
+	Aim   float64 `json:"aim"`
+	Reach float64 `json:"reach"`
 	// Load is the requests in flight now (of every shape), NaN if unknown.
 	// Free is how many more requests of the use case's shape fit on top
 	// of them, Ratio Free over Capacity, Margin what one more request
@@ -114,11 +125,17 @@ func (s SLO) Of(p Point) float64 {
 // (requests in flight, of them waiting): the engine model (model.go) fitted
 // to the window, solved for N requests of the use case's shape together.
 func Evaluate(target string, u UseCase, points []Point, load, waiting float64) Estimate {
+	return (*Memo)(nil).evaluate(target, u, points, load, waiting, "")
+}
+
+// evaluate is Evaluate with the memo's fits, kept under slot beside the
+// target and use case.
+func (m *Memo) evaluate(target string, u UseCase, points []Point, load, waiting float64, slot string) Estimate {
 	// The engine's own decode readings are no probes: the model does not
 	// take them yet (docs/capacity-model.md says why), and the points
 	// shown are the probes'.
 	points = slices.DeleteFunc(slices.Clone(points), func(p Point) bool { return p.Engine })
-	e := Estimate{Target: target, UseCase: u.Name, Scenario: u.Scenario, Capacity: math.NaN(), Lower: math.NaN(), Upper: math.NaN(),
+	e := Estimate{Target: target, UseCase: u.Name, Scenario: u.Scenario, Capacity: math.NaN(), Lower: math.NaN(), Upper: math.NaN(), Aim: math.NaN(),
 		Load: load, Free: math.NaN(), Ratio: math.NaN(), Margin: math.NaN(), SamplesNeeded: MinSamples, Points: points}
 	e.SLOs = u.SLOs()
 	if len(points) == 0 {
@@ -149,7 +166,7 @@ func Evaluate(target string, u UseCase, points []Point, load, waiting float64) E
 	if math.IsNaN(e.Margin) || math.IsInf(e.Margin, 1) {
 		e.Margin = math.NaN()
 	}
-	e.evaluate(os, u.Statistic, float64(max(u.OutputTokens, 2)), load, waiting, u.Prior)
+	m.fit([3]string{target, u.Name, slot}, u, points, os).apply(&e, load, waiting)
 	return e
 }
 
@@ -177,12 +194,12 @@ func values(points []Point, value func(Point) float64) []float64 {
 // same server: cells of requests sent together) as a prior: while the
 // window's probes alone cannot carry an estimate, probes and bench points
 // together do. The margins stay those of the probes at the current load.
-func Seeded(target string, u UseCase, points, seed []Point, load, waiting float64) Estimate {
-	e := Evaluate(target, u, points, load, waiting)
+func (m *Memo) Seeded(target string, u UseCase, points, seed []Point, load, waiting float64) Estimate {
+	e := m.evaluate(target, u, points, load, waiting, "")
 	if !math.IsNaN(e.Capacity) || len(seed) == 0 {
 		return e
 	}
-	s := Evaluate(target, u, append(append([]Point(nil), seed...), points...), load, waiting)
+	s := m.evaluate(target, u, append(append([]Point(nil), seed...), points...), load, waiting, "seed")
 	if math.IsNaN(s.Capacity) {
 		return e
 	}

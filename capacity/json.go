@@ -74,6 +74,8 @@ func (e Estimate) MarshalJSON() ([]byte, error) {
 		Lower    num    `json:"capacity_lower"`
 		Upper    num    `json:"capacity_upper"`
 		Bound    string `json:"bound,omitempty"`
+		Aim      num    `json:"aim"`
+		Reach    num    `json:"reach"`
 		Load     num    `json:"load"`
 		Free     num    `json:"free"`
 		Ratio    num    `json:"ratio"`
@@ -85,5 +87,5 @@ func (e Estimate) MarshalJSON() ([]byte, error) {
 		Why      string `json:"why,omitempty"`
 		SLOs     []SLO  `json:"slos"`
 		Points   any    `json:"points"`
-	}{e.Target, e.UseCase, e.Scenario, num(e.Capacity), num(e.Lower), num(e.Upper), e.Bound, num(e.Load), num(e.Free), num(e.Ratio), num(e.Margin), e.Samples, e.SamplesNeeded, next, e.Seed, e.Why, e.SLOs, pts})
+	}{e.Target, e.UseCase, e.Scenario, num(e.Capacity), num(e.Lower), num(e.Upper), e.Bound, num(e.Aim), num(e.Reach), num(e.Load), num(e.Free), num(e.Ratio), num(e.Margin), e.Samples, e.SamplesNeeded, next, e.Seed, e.Why, e.SLOs, pts})
 }

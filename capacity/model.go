@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // The engine model. A request's latencies are affine in what it shares the
@@ -315,10 +316,30 @@ func sloShort(name string) string {
 	return "decode"
 }
 
-// evaluate fills e's capacity, bounds, margin, free and ratio from the
-// laws fitted to os, run in the twin (twin.go) with output tokens per
-// request.
-func (e *Estimate) evaluate(os []obs, stat string, output, load, waiting float64, pr Prior) {
+// fitted is what a use case's laws say of its capacity, before the load
+// now: all of it rests on the window's points alone, so it is kept while
+// they do not change (Memo).
+type fitted struct {
+	ttft, itl    part
+	shape        twin  // the use case's shape and the KV cache (no laws)
+	slos         []SLO // Capacity, Lower, Upper, Curve and Why of each
+	lower, upper float64
+	why          string
+	// aim is the laws' crossing, placed or not, reach the most requests
+	// together the binding laws' data hold: where calibration goes next.
+	aim, reach float64
+	// bound: the data cannot place the capacity (only lower); sloped:
+	// every law has a slope.
+	bound, sloped bool
+	capacity      float64
+
+	mu       sync.Mutex
+	readings map[[2]float64]reading
+}
+
+// fit fits the laws to os and runs them in the twin (twin.go) with output
+// tokens per request: the capacity, its bounds, each SLO's own.
+func fit(slos []SLO, os []obs, stat string, shape twin, pr Prior) *fitted {
 	ttft, itl := ttftPart(os, pr), itlPart(os, pr)
 	if stat != "mean" && stat != "" {
 		// A percentile is the mean's law shifted by the residuals' own
@@ -330,17 +351,20 @@ func (e *Estimate) evaluate(os []obs, stat string, output, load, waiting float64
 			}
 		}
 	}
-	base := &cells{tw: twin{ttft: ttft.fit.beta, itl: itl.fit.beta, output: output}}
+	f := &fitted{ttft: ttft, itl: itl, shape: shape, slos: slices.Clone(slos), capacity: math.NaN(), sloped: true,
+		aim: math.Inf(1), reach: math.Inf(1), readings: map[[2]float64]reading{}}
+	base := &cells{tw: shape.with(ttft.fit.beta, itl.fit.beta)}
 	type sloFit struct {
 		est, lo, hi float64
 		placed      bool
 	}
-	fits := make([]sloFit, len(e.SLOs))
+	fits := make([]sloFit, len(slos))
 	binding := -1
 	var whys []string
-	e.Lower, e.Upper = math.Inf(1), math.Inf(1)
-	for i := range e.SLOs {
-		s := &e.SLOs[i]
+	f.lower, f.upper = math.Inf(1), math.Inf(1)
+	for i := range f.slos {
+		s := &f.slos[i]
+		s.Capacity, s.Lower, s.Upper = math.NaN(), math.NaN(), math.NaN()
 		parts := []part{itl}
 		switch s.Name {
 		case "ttft_seconds":
@@ -357,38 +381,64 @@ func (e *Estimate) evaluate(os []obs, stat string, output, load, waiting float64
 		short := sloShort(s.Name)
 		if !sloped {
 			whys = append(whys, short+": no requests sent together at two levels yet")
-			e.Lower = math.NaN()
+			f.sloped = false
 			continue
 		}
 		// The search goes as far as the data place a threshold, and the
 		// upper bound's four times further: past that, nothing bounds it.
 		far := int(math.Ceil(Reach * reach))
-		f := sloFit{est: base.limit(*s, far)}
-		f.placed = f.est <= Reach*reach
-		at := math.Min(f.est, float64(far))
-		f.lo = shifted(ttft, itl, output, at, z).limit(*s, far)
-		f.hi = shifted(ttft, itl, output, at, -z).limit(*s, 4*far)
-		if f.hi > float64(4*far) {
-			f.hi = math.Inf(1)
+		sf := sloFit{est: base.limit(*s, far)}
+		sf.placed = sf.est <= Reach*reach
+		at := math.Min(sf.est, float64(far))
+		sf.lo = shifted(ttft, itl, shape, z).limit(*s, far)
+		sf.hi = shifted(ttft, itl, shape, -z).limit(*s, 4*far)
+		if sf.hi > float64(4*far) {
+			sf.hi = math.Inf(1)
 		}
-		if !f.placed {
-			f.est = math.NaN()
-			f.lo = math.Min(f.lo, Reach*reach)
+		f.aim = math.Min(f.aim, sf.est)
+		f.reach = math.Min(f.reach, reach)
+		if !sf.placed {
+			sf.est = math.NaN()
+			sf.lo = math.Min(sf.lo, Reach*reach)
 			whys = append(whys, fmt.Sprintf("%s threshold not reached; requests together up to %.0f", short, reach))
 		}
-		fits[i] = f
-		s.Capacity, s.Lower, s.Upper = f.est, f.lo, f.hi
+		fits[i] = sf
+		s.Capacity, s.Lower, s.Upper = sf.est, sf.lo, sf.hi
 		s.Curve = curve(base, s.Name, math.Max(2*reach, math.Min(at*1.2, 4*reach)))
-		e.Lower, e.Upper = math.Min(e.Lower, f.lo), math.Min(e.Upper, f.hi)
+		f.lower, f.upper = math.Min(f.lower, sf.lo), math.Min(f.upper, sf.hi)
 		// The binding threshold is the one that breaks first: a placed
 		// one at its estimate, one not placed past its bound.
-		if binding < 0 || f.placed && (!fits[binding].placed || f.est < fits[binding].est) {
+		if binding < 0 || sf.placed && (!fits[binding].placed || sf.est < fits[binding].est) {
 			binding = i
 		}
 	}
-	e.Why = strings.Join(whys, "; ")
+	f.why = strings.Join(whys, "; ")
 	switch {
-	case binding < 0 || math.IsNaN(e.Lower):
+	case !f.sloped || binding < 0:
+	case !fits[binding].placed || slices.ContainsFunc(fits, func(g sloFit) bool { return !g.placed && g.lo < fits[binding].est }):
+		// Not placed, or another threshold's bound lies below the placed
+		// one's estimate: which breaks first is not known.
+		f.bound = true
+		f.why = fmt.Sprintf("at least %.1f: %s", f.lower, f.why)
+	default:
+		f.capacity, f.why = fits[binding].est, ""
+	}
+	return f
+}
+
+// apply puts a fit into e, at the load now (requests in flight, of them
+// waiting).
+func (f *fitted) apply(e *Estimate, load, waiting float64) {
+	for i := range e.SLOs {
+		s, g := &e.SLOs[i], f.slos[i]
+		s.Capacity, s.Lower, s.Upper, s.Curve = g.Capacity, g.Lower, g.Upper, g.Curve
+	}
+	e.Why = f.why
+	if f.sloped {
+		e.Aim, e.Reach = f.aim, f.reach
+	}
+	switch {
+	case !f.sloped:
 		// A law the data cannot slope yet: all that is known is whether
 		// one request alone meets every threshold.
 		e.Bound, e.Lower, e.Upper = "lower", e.alone(), math.Inf(1)
@@ -396,34 +446,23 @@ func (e *Estimate) evaluate(os []obs, stat string, output, load, waiting float64
 			e.Bound = ""
 		}
 		return
-	case !fits[binding].placed || slices.ContainsFunc(fits, func(f sloFit) bool { return !f.placed && f.lo < fits[binding].est }):
-		// Not placed, or another threshold's bound lies below the placed
-		// one's estimate: which breaks first is not known.
-		e.Bound = "lower"
-		e.Why = fmt.Sprintf("at least %.1f: %s", e.Lower, e.Why)
+	case f.bound:
+		e.Bound, e.Lower, e.Upper = "lower", f.lower, f.upper
 		return
 	}
-	e.Capacity = fits[binding].est
-	e.Why = ""
+	e.Capacity, e.Lower, e.Upper = f.capacity, f.lower, f.upper
 	if math.IsNaN(load) {
 		return
 	}
 	// The margin, the free requests and the ratio are one reading of the
 	// same twin with the load now in it, so that they never disagree: the
 	// margin is what one more request would meet, free how many more fit.
-	w := 0.0
-	if waiting > 0 {
-		w = waiting
-	}
-	now := &cells{tw: twin{ttft: ttft.fit.beta, itl: itl.fit.beta, output: output, running: math.Max(load-w, 0), waiting: w}}
-	one := now.at(1)
-	free := math.Inf(1)
+	r := f.at(load, waiting, e.SLOs)
+	free := r.free
 	e.Margin = math.Inf(1)
 	for i := range e.SLOs {
-		s := &e.SLOs[i]
-		s.Margin = margin(s.Name, one.value(s.Name), s.Threshold)
-		e.Margin = math.Min(e.Margin, s.Margin)
-		free = math.Min(free, now.limit(*s, int(math.Ceil(e.Capacity))+1))
+		e.SLOs[i].Margin = r.margins[i]
+		e.Margin = math.Min(e.Margin, r.margins[i])
 	}
 	if e.Margin < 0 || free < 1 {
 		free = 0
@@ -435,44 +474,68 @@ func (e *Estimate) evaluate(os []obs, stat string, output, load, waiting float64
 	}
 }
 
-// shifted is the twin with both laws moved along their confidence band at
-// n requests together by band standard errors: the fit's coefficients
-// shifted in the direction that moves the prediction there most for its
-// variance (Σg/√(gᵀΣg)), which for a linear law is where its band crosses.
-// band > 0 is the pessimistic side (the lower bound), < 0 the optimistic.
-func shifted(ttft, itl part, output, n, band float64) *cells {
-	return &cells{tw: twin{
-		ttft:   shift(ttft.fit, []float64{1, (n - 1) / 2, 0}, band),
-		itl:    shift(itl.fit, []float64{1, n - 1, 0}, band),
-		output: output,
-	}}
+// reading is what the twin says at one load: each SLO's margin for one
+// more request, and how many more fit.
+type reading struct {
+	margins []float64
+	free    float64
 }
 
-func shift(f linearFit, g []float64, band float64) []float64 {
+// at reads the twin at the load now, to a quarter of a request (the
+// engine's own readings are means over a scrape), keeping the last few
+// readings: the daemon asks at every scrape, page and calibration decision.
+func (f *fitted) at(load, waiting float64, slos []SLO) reading {
+	w := 0.0
+	if waiting > 0 {
+		w = math.Round(waiting*4) / 4
+	}
+	running := math.Max(math.Round(load*4)/4-w, 0)
+	key := [2]float64{running, w}
+	f.mu.Lock()
+	r, ok := f.readings[key]
+	f.mu.Unlock()
+	if ok {
+		return r
+	}
+	tw := f.shape.with(f.ttft.fit.beta, f.itl.fit.beta)
+	tw.running, tw.waiting = running, w
+	now := &cells{tw: tw}
+	one := now.at(1)
+	r = reading{free: math.Inf(1)}
+	for _, s := range slos {
+		r.margins = append(r.margins, margin(s.Name, one.value(s.Name), s.Threshold))
+		r.free = math.Min(r.free, now.limit(s, int(math.Ceil(f.capacity))+1))
+	}
+	f.mu.Lock()
+	if len(f.readings) >= readings {
+		clear(f.readings)
+	}
+	f.readings[key] = r
+	f.mu.Unlock()
+	return r
+}
+
+// readings is how many loads' readings a fit keeps.
+const readings = 64
+
+// shifted is the twin with every coefficient of both laws moved by band
+// standard errors: band > 0 the pessimistic side (every cost higher, the
+// lower bound), < 0 the optimistic. Each coefficient at its own band's edge
+// together covers at least the laws' joint band at every load, and every
+// latency moves the same way in the twin, so the bounds bracket the
+// estimate whatever the protocol's mix of prefills and decodes.
+func shifted(ttft, itl part, shape twin, band float64) *cells {
+	return &cells{tw: shape.with(shift(ttft.fit, band), shift(itl.fit, band))}
+}
+
+func shift(f linearFit, band float64) []float64 {
 	out := slices.Clone(f.beta)
-	if out == nil {
-		return []float64{0, 0, 0}
-	}
-	sg := make([]float64, len(g))
-	v := 0.0
-	for a := range g {
-		for b := range g {
-			if g[b] != 0 {
-				sg[a] += f.cov[a][b] * g[b]
-			}
-		}
-		v += g[a] * sg[a]
-	}
-	if !(v > 0) || math.IsInf(v, 0) {
-		if math.IsInf(v, 0) && band > 0 {
-			// Nothing bounds the law from above: pessimism without limit.
-			return []float64{math.Inf(1), math.Inf(1), math.Inf(1)}
-		}
-		return out
-	}
 	for a := range out {
-		out[a] += band * sg[a] / math.Sqrt(v)
-		if a > 0 {
+		if !f.used[a] {
+			continue
+		}
+		out[a] += band * math.Sqrt(math.Max(f.cov[a][a], 0))
+		if a > 0 || math.IsNaN(out[a]) {
 			out[a] = math.Max(out[a], 0)
 		}
 	}

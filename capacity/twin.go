@@ -24,6 +24,23 @@ type twin struct {
 	ttft, itl        []float64 // the laws' coefficients (part's columns)
 	output           float64
 	running, waiting float64
+	// kv > 0: the KV cache's tokens, of which kvBusy production holds. A
+	// request holds input+output tokens from its admission to its end, and
+	// is admitted first come first served while it fits (vLLM reserves as
+	// it decodes, so this errs on the early side); the rest wait.
+	kv, kvBusy, input float64
+}
+
+// with is the twin of these laws' coefficients.
+func (tw twin) with(ttft, itl []float64) twin {
+	tw.ttft, tw.itl = ttft, itl
+	if tw.ttft == nil {
+		tw.ttft = []float64{0, 0, 0}
+	}
+	if tw.itl == nil {
+		tw.itl = []float64{0, 0, 0}
+	}
+	return tw
 }
 
 // cell is what the twin measures at one n: means over its requests.
@@ -79,7 +96,7 @@ func (tw twin) closed(n int) cell {
 
 // twinPasses is how many passes closed makes: the batches move little after
 // the second.
-const twinPasses = 3
+const twinPasses = 2
 
 func (tw twin) run(n int, batch map[[2]int]float64) (cell, []twinReq) {
 	var c cell
@@ -89,9 +106,18 @@ func (tw twin) run(n int, batch map[[2]int]float64) (cell, []twinReq) {
 	}
 	heap.Init(&pending)
 	var active, done []twinReq
+	need := tw.input + tw.output
+	admitted := 0.0 // when the last request was admitted: none overtakes it
 	for pending.Len() > 0 {
 		r := heap.Pop(&pending).(twinReq)
-		t := r.arrive
+		t := math.Max(r.arrive, admitted)
+		if tw.kv > 0 && need+tw.kvBusy <= tw.kv {
+			// Wait until enough of the requests in flight have ended.
+			for tw.kvBusy+need*(1+float64(holding(active, t))) > tw.kv {
+				t = nextEnd(active, t)
+			}
+		}
+		admitted = t
 		kept := active[:0]
 		ahead, running := 0.0, 0.0
 		for _, o := range active {
@@ -106,11 +132,11 @@ func (tw twin) run(n int, batch map[[2]int]float64) (cell, []twinReq) {
 			}
 		}
 		active = kept
-		// Those arriving at the same instant behind it are in flight
-		// beside it, not ahead of it.
+		// Those that arrived behind it (at the same instant, or queued
+		// for KV cache since) are in flight beside it, not ahead of it.
 		behind := 0.0
 		for _, o := range pending {
-			if o.arrive == t {
+			if o.arrive <= t {
 				behind++
 			}
 		}
@@ -139,6 +165,28 @@ func (tw twin) run(n int, batch map[[2]int]float64) (cell, []twinReq) {
 	count := float64(len(done))
 	c.ttft, c.itl, c.e2e, c.decode = c.ttft/count, c.itl/count, c.e2e/count, c.decode/count
 	return c, done
+}
+
+// holding is how many requests hold KV cache at t.
+func holding(active []twinReq, t float64) int {
+	n := 0
+	for _, o := range active {
+		if o.end > t {
+			n++
+		}
+	}
+	return n
+}
+
+// nextEnd is the first end of a request in flight after t.
+func nextEnd(active []twinReq, t float64) float64 {
+	next := math.Inf(1)
+	for _, o := range active {
+		if o.end > t {
+			next = math.Min(next, o.end)
+		}
+	}
+	return next
 }
 
 // value is a cell's figure for one SLO.

@@ -22,6 +22,11 @@ type Load struct {
 	Running float64
 	Waiting float64
 	KVUsage float64 // 0..1
+	// KVTokens is the KV cache's size in tokens, where the engine says:
+	// vLLM's cache_config_info (num_gpu_blocks × block_size), SGLang's
+	// max_total_num_tokens; NaN elsewhere. It bounds how many requests of
+	// a shape the server admits at once (capacity.UseCase.KVTokens).
+	KVTokens float64
 	// QueueCount and QueueSum are the cumulative count and sum of the engine's
 	// queue-time histogram; their deltas across a probe give its queue wait.
 	QueueCount, QueueSum float64
@@ -106,6 +111,7 @@ func Engines() []string {
 // read lists every metric name some dialect reads, and the sim's info metric.
 var read = func() map[string]bool {
 	m := map[string]bool{"headroom_sim_info": true, "nv_trt_llm_request_metrics": true, "nv_trt_llm_kv_cache_block_metrics": true,
+		"vllm:cache_config_info": true, "sglang:max_total_num_tokens": true,
 		"llamacpp:tokens_predicted_seconds_total": true}
 	for _, d := range dialects {
 		for _, names := range [][]string{d.running, d.waiting, d.kv, d.queue, d.itl, d.prompt, d.generated} {
@@ -143,10 +149,36 @@ func Parse(r io.Reader, engine string) (Load, error) {
 		l.PrefilledTokens = l.PromptTokens
 	}
 	l.TimeScale = timeScale(mfs)
+	l.KVTokens = kvTokens(mfs)
 	if d.custom != nil {
 		d.custom(mfs, &l)
 	}
 	return l, nil
+}
+
+// kvTokens is the KV cache's size in tokens from vLLM's cache_config_info
+// labels or SGLang's gauge; NaN where neither says, or says nonsense.
+func kvTokens(mfs map[string]*dto.MetricFamily) float64 {
+	if mf, ok := mfs["vllm:cache_config_info"]; ok && len(mf.GetMetric()) > 0 {
+		var blocks, size float64
+		for _, lp := range mf.GetMetric()[0].GetLabel() {
+			v, err := strconv.ParseFloat(lp.GetValue(), 64)
+			switch {
+			case err != nil:
+			case lp.GetName() == "num_gpu_blocks":
+				blocks = v
+			case lp.GetName() == "block_size":
+				size = v
+			}
+		}
+		if t := blocks * size; t > 0 && !math.IsInf(t, 0) {
+			return t
+		}
+	}
+	if v := gauge(mfs, []string{"sglang:max_total_num_tokens"}); v > 0 && !math.IsInf(v, 0) {
+		return v
+	}
+	return math.NaN()
 }
 
 func timeScale(mfs map[string]*dto.MetricFamily) float64 {

@@ -20,6 +20,7 @@ import (
 // Estimator is the capacity model of a running configuration.
 type Estimator struct {
 	store *capacity.Store
+	memo  *capacity.Memo
 
 	mu    sync.Mutex
 	cfg   *config.Config
@@ -28,7 +29,7 @@ type Estimator struct {
 
 // New returns an estimator for cfg and its bench seeds.
 func New(cfg *config.Config, seeds Seeds) *Estimator {
-	return &Estimator{store: capacity.NewStore(), cfg: cfg, seeds: seeds}
+	return &Estimator{store: capacity.NewStore(), memo: capacity.NewMemo(), cfg: cfg, seeds: seeds}
 }
 
 // Configure applies a reloaded configuration; the points of targets it no
@@ -41,6 +42,7 @@ func (e *Estimator) Configure(cfg *config.Config, seeds Seeds) {
 	for _, t := range old.Targets {
 		if !slices.ContainsFunc(cfg.Targets, func(n config.Target) bool { return n.Name == t.Name }) {
 			e.store.Forget(t.Name)
+			e.memo.Forget(t.Name)
 		}
 	}
 }
@@ -86,7 +88,7 @@ func (e *Estimator) Burst(target string, load engine.Load, maxBurst int) (scenar
 	}
 	best, bestRank := math.Inf(1), 3
 	us := useCasesOf(cfg, target)
-	for i, est := range e.estimates(seeds, target, us, load, now) {
+	for i, est := range e.estimates(cfg, seeds, target, us, load, now) {
 		u := us[i]
 		k := capacity.Burst(est, load.InFlight(), load.Waiting, min(maxBurst, affordable(est.Points, cfg.ProbeBudget, u.Window)))
 		if k < 2 {
@@ -157,11 +159,11 @@ func (e *Estimator) Estimates(status []collector.TargetStatus, now time.Time) []
 	var out []capacity.Estimate
 	for _, t := range cfg.Targets {
 		s, ok := byName[t.Name]
-		load := engine.Load{Running: math.NaN(), Waiting: math.NaN()}
+		load := engine.Load{Running: math.NaN(), Waiting: math.NaN(), KVTokens: math.NaN()}
 		if ok && s.Up {
 			load = s.Load
 		}
-		for _, est := range e.estimates(seeds, t.Name, useCasesOf(cfg, t.Name), load, now) {
+		for _, est := range e.estimates(cfg, seeds, t.Name, useCasesOf(cfg, t.Name), load, now) {
 			est.NextProbe = s.Next[est.Scenario]
 			out = append(out, est)
 		}
@@ -173,12 +175,18 @@ func (e *Estimator) Estimates(status []collector.TargetStatus, now time.Time) []
 // what the others' data say of their slopes as a prior (capacity.Pool), so
 // that a burst of a cheap short prompt informs a long one's capacity
 // before its own costly bursts come.
-func (e *Estimator) estimates(seeds Seeds, target string, us []config.UseCase, load engine.Load, now time.Time) []capacity.Estimate {
+func (e *Estimator) estimates(cfg *config.Config, seeds Seeds, target string, us []config.UseCase, load engine.Load, now time.Time) []capacity.Estimate {
 	cus := make([]capacity.UseCase, len(us))
 	points := make([][]capacity.Point, len(us))
 	ratios := make([]capacity.Prior, len(us))
 	for i, u := range us {
 		cus[i] = useCase(u)
+		cus[i].KVTokens = load.KVTokens
+		for _, s := range cfg.Scenarios {
+			if s.Name == u.Scenario {
+				cus[i].InputTokens = s.InputTokens
+			}
+		}
 		cus[i].Recent = now.Add(-u.Window)
 		points[i] = e.store.Window(target, u.Scenario, now.Add(-u.CurveWindow))
 		ratios[i] = capacity.Ratios(append(slices.Clone(seeds[target][u.Scenario]), points[i]...))
@@ -186,7 +194,7 @@ func (e *Estimator) estimates(seeds Seeds, target string, us []config.UseCase, l
 	out := make([]capacity.Estimate, len(us))
 	for i := range us {
 		cus[i].Prior = capacity.Pool(slices.Delete(slices.Clone(ratios), i, i+1))
-		out[i] = capacity.Seeded(target, cus[i], points[i], seeds[target][us[i].Scenario], load.InFlight(), load.Waiting)
+		out[i] = e.memo.Seeded(target, cus[i], points[i], seeds[target][us[i].Scenario], load.InFlight(), load.Waiting)
 	}
 	return out
 }
@@ -197,7 +205,7 @@ func (e *Estimator) Known(target string) (known, total int) {
 	cfg, seeds := e.state()
 	now := time.Now()
 	us := useCasesOf(cfg, target)
-	for _, est := range e.estimates(seeds, target, us, engine.Load{Running: math.NaN(), Waiting: math.NaN()}, now) {
+	for _, est := range e.estimates(cfg, seeds, target, us, engine.Load{Running: math.NaN(), Waiting: math.NaN(), KVTokens: math.NaN()}, now) {
 		if !math.IsNaN(est.Capacity) {
 			known++
 		}
@@ -222,7 +230,10 @@ func useCasesOf(cfg *config.Config, target string) []config.UseCase {
 
 // Reset implements monitor.Recorder: the target's server restarted or
 // changed, and what its probes said of it no longer holds.
-func (e *Estimator) Reset(target string) { e.store.Forget(target) }
+func (e *Estimator) Reset(target string) {
+	e.store.Forget(target)
+	e.memo.Forget(target)
+}
 
 func useCase(u config.UseCase) capacity.UseCase {
 	return capacity.UseCase{Name: u.Name, Scenario: u.Scenario, Statistic: u.Statistic, Window: u.Window, OutputTokens: u.OutputTokens,

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"maps"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -53,6 +54,17 @@ func (s *Server) registerMetrics() {
 		counter(n.prompt, "Number of prefill tokens processed.", func(*Engine) float64 { return s.finished.prompt }),
 		counter(n.gen, "Number of generation tokens processed.", func(*Engine) float64 { return s.finished.gen }),
 	)
+	// The KV cache's size, as each engine states it: vLLM in its cache
+	// config's labels (blocks of 16 tokens), SGLang as a gauge.
+	kv := float64(s.profile.Params.KVCapacity)
+	if s.style == "sglang" {
+		s.reg.MustRegister(gauge("max_total_num_tokens", "Maximum total number of tokens in the KV cache.", func(*Engine) float64 { return kv }))
+	} else {
+		info := prometheus.Labels{"block_size": "16", "num_gpu_blocks": strconv.Itoa(int(kv) / 16)}
+		maps.Copy(info, n.labels)
+		s.reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: n.prefix + "cache_config_info", Help: "Information of the LLMEngine CacheConfig.", ConstLabels: info},
+			func() float64 { return 1 }))
+	}
 	lat := []float64{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80, 160, 640, 2560}
 	s.queue = hist(n.queue, "Histogram of time spent in WAITING phase for request.", lat)
 	s.ttft = hist(n.ttft, "Histogram of time to first token in seconds.", lat)

@@ -1,0 +1,60 @@
+package capacity
+
+import (
+	"fmt"
+	"sync"
+)
+
+// Memo keeps each use case's fit between evaluations of the same points:
+// the twin's searches are most of an estimate's cost, and the points change
+// only when a probe lands, while the daemon evaluates on every scrape, page
+// and calibration decision. The nil Memo keeps nothing.
+type Memo struct {
+	mu   sync.Mutex
+	fits map[[3]string]memoFit
+}
+
+type memoFit struct {
+	key string
+	fit *fitted
+}
+
+// NewMemo returns an empty memo.
+func NewMemo() *Memo { return &Memo{fits: map[[3]string]memoFit{}} }
+
+// Forget drops a target's fits.
+func (m *Memo) Forget(target string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for k := range m.fits {
+		if k[0] == target {
+			delete(m.fits, k)
+		}
+	}
+}
+
+// fit is fit's result for these points, from the memo when nothing it
+// rests on changed: the points (a window only gains points at its end and
+// loses them at its start), the use case and its prior.
+func (m *Memo) fit(id [3]string, u UseCase, points []Point, os []obs) *fitted {
+	shape := twin{output: float64(max(u.OutputTokens, 2)), input: float64(u.InputTokens)}
+	if u.KVTokens > 0 {
+		shape.kv = u.KVTokens
+	}
+	if m == nil {
+		return fit(u.SLOs(), os, u.Statistic, shape, u.Prior)
+	}
+	first, last := points[0], points[len(points)-1]
+	key := fmt.Sprintf("%d %d %d %v %v %v %v %v", len(points), first.Time.UnixNano(), last.Time.UnixNano(), last.TTFT, u.SLOs(), u.Statistic, u.Prior, shape)
+	m.mu.Lock()
+	f, ok := m.fits[id]
+	m.mu.Unlock()
+	if ok && f.key == key {
+		return f.fit
+	}
+	ft := fit(u.SLOs(), os, u.Statistic, shape, u.Prior)
+	m.mu.Lock()
+	m.fits[id] = memoFit{key: key, fit: ft}
+	m.mu.Unlock()
+	return ft
+}

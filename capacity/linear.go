@@ -18,15 +18,13 @@ type linearFit struct {
 	n            int
 }
 
-// Robust weights, in units of the residual scale, each at 95% efficiency
-// under Gaussian noise: Huber's first, which converge from any start, then
-// Tukey's bisquare, which gives a gross outlier (a probe that stalled behind
-// something no term counts, at a burst's level where it has leverage) no
-// weight at all.
-const (
-	huber    = 1.345
-	bisquare = 4.685
-)
+// huber is the Huber weights' tuning constant, in units of the residual
+// scale (95% efficiency under Gaussian noise): a probe that stalled behind
+// something no term counts weighs as its distance, not its square. A
+// redescending weight (Tukey's bisquare) would give it none, and with it
+// the bursts at the highest levels whenever a law bends away from the line
+// of the idle probes: those are the law, not outliers.
+const huber = 1.345
 
 // typicalScale is a relative residual scale to start from where nothing
 // else is known: probes of one shape at one load scatter by about 10%.
@@ -136,7 +134,7 @@ func fitLinear(x [][]float64, y []float64, nonneg []bool, prior slopePrior, scal
 		f.resid = make([]float64, len(y))
 		setPrior()
 	}
-	for it := range 40 {
+	for range 40 {
 		for {
 			beta, _, solved := weightedLS(x, y, w, f.used)
 			if !solved {
@@ -181,12 +179,7 @@ func fitLinear(x [][]float64, y []float64, nonneg []bool, prior slopePrior, scal
 		changed := false
 		for i, r := range rel {
 			nw, a := 1.0, math.Abs(r)/s
-			switch {
-			case it >= 10 && a < bisquare:
-				nw = (1 - a*a/(bisquare*bisquare)) * (1 - a*a/(bisquare*bisquare))
-			case it >= 10:
-				nw = 0
-			case a > huber:
+			if a > huber {
 				nw = huber / a
 			}
 			if math.Abs(nw-rw[i]) > 1e-6 {
@@ -195,7 +188,7 @@ func fitLinear(x [][]float64, y []float64, nonneg []bool, prior slopePrior, scal
 			rw[i], w[i] = nw, nw*base[i]
 		}
 		setPrior()
-		if !changed && it >= 10 {
+		if !changed {
 			break
 		}
 	}

@@ -390,8 +390,12 @@ func fit(slos []SLO, os []obs, stat string, shape twin, pr Prior) *fitted {
 		sf := sloFit{est: base.limit(*s, far)}
 		sf.placed = sf.est <= Reach*reach
 		at := math.Min(sf.est, float64(far))
-		sf.lo = shifted(ttft, itl, shape, z).limit(*s, far)
-		sf.hi = shifted(ttft, itl, shape, -z).limit(*s, 4*far)
+		lo := shifted(ttft, itl, shape, z).limit(*s, 4*far)
+		hi := shifted(ttft, itl, shape, -z).limit(*s, 4*far)
+		// A closed loop is not monotone in every cost: a quicker decode
+		// brings the second round back while the first still queues for
+		// prefill. The bounds are the extremes of the three.
+		sf.lo, sf.hi = min(lo, hi, sf.est), max(lo, hi, sf.est)
 		if sf.hi > float64(4*far) {
 			sf.hi = math.Inf(1)
 		}

@@ -121,7 +121,10 @@ func observations(points []Point) []obs {
 			o := obs{q: ahead + float64(i+1), r: running + float64(len(g)-1-i), a: sent, level: level,
 				ttft: p.TTFT, e2e: p.E2E, burstSize: len(g), cell: p.Cell}
 			if p.Cell > 0 {
-				// A bench cell's requests all decoded amid its concurrency.
+				// A bench cell is a closed loop of its concurrency n, every
+				// request of every round in it: one stands, on average,
+				// amid a wave of n, half ahead of it; all decoded amid n.
+				o.q, o.r, o.a = (level+1)/2, (level-1)/2, level
 				o.itl, o.b, o.decodeOK = p.ITL, level, true
 			} else if p.TTFT >= settledWithin*ordered[len(g)-1].TTFT {
 				// A probe whose first token came with the burst's last

@@ -81,6 +81,11 @@ func (s *linearServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// closedTruth is linearServer's capacity, slowed down or not, at its
+// TTFT threshold (170 ms at 2x, 340 ms at 4x), by the reports' protocol:
+// 20 + 10(3N+1)/4 = 85.
+const closedTruth = (4*6.5 - 1) / 3.0
+
 func TestCapacityOverHTTP(t *testing.T) {
 	ls := &linearServer{slow: 2}
 	srv := httptest.NewServer(ls)
@@ -99,17 +104,17 @@ func TestCapacityOverHTTP(t *testing.T) {
 			}
 		}
 	})
-	// TTFT reaches 170 ms at load 6.5; ITL reaches 21 ms at load 8.5.
+	// Each request pays for the requests in flight when it arrives, itself
+	// included: 2 x (20 ms + 10 ms x load) for TTFT, 2 x (2 ms + 1 ms x
+	// load) for ITL. N concurrent requests as the reports run them (two
+	// rounds from a simultaneous start) meet 1..N in the first round and N
+	// in the second: a mean TTFT of 2 x (20 + 10(3N+1)/4) ms, 170 ms at
+	// N = 8.33 (the ITL's 21 ms at N = 11).
 	// Slowed down twice: at 1x, the 5 ms a loaded 2-core machine adds to a
 	// request cost half a request of capacity, and CI saw 5.94.
 	var cfg strings.Builder
-	// Calibration off: this server's TTFT grows with every request in
-	// flight, the background's decoding ones included (15% of the threshold
-	// each), where the burst curve rests on TTFT answering to the requests
-	// competing for prefill (a lone probe at background 9 would be a failed
-	// burst of one). Its law is the steady curve's, which this test checks
-	// over HTTP; bursts are tested against the simulator (estimator).
-	fmt.Fprintf(&cfg, "targets:\n  - name: lin\n    url: %s\n    engine: vllm\nprobe_budget: 0.5\nengine_scrape_interval: 100ms\ncalibration: {enabled: false}\nscenarios:\n", srv.URL)
+	// The shipped calibration: bursts give the laws their slope.
+	fmt.Fprintf(&cfg, "targets:\n  - name: lin\n    url: %s\n    engine: vllm\nprobe_budget: 0.5\nengine_scrape_interval: 100ms\nscenarios:\n", srv.URL)
 	for i := range 3 {
 		fmt.Fprintf(&cfg, "  - {name: s%d, input_tokens: 64, output_tokens: 8, interval: 1s}\n", i)
 	}
@@ -128,13 +133,13 @@ func TestCapacityOverHTTP(t *testing.T) {
 		t.Fatalf("estimates: %+v", st)
 	}
 	for _, e := range st {
-		t.Logf("%s: capacity %s (steady %s, burst %s) from %d samples", e.UseCase, fmtPtr(e.Capacity), fmtPtr(e.Steady), fmtPtr(e.BurstCap), e.Samples)
-		if e.Capacity == nil || math.Abs(*e.Capacity-6.5) > 0.5 {
-			t.Errorf("%s: capacity %s from %d samples (%s), want 6.5 ± 0.5", e.UseCase, fmtPtr(e.Capacity), e.Samples, e.Why)
+		t.Logf("%s: capacity %s [%s, %s] from %d samples", e.UseCase, fmtPtr(e.Capacity), fmtPtr(e.Lower), fmtPtr(e.Upper), e.Samples)
+		if e.Capacity == nil || math.Abs(*e.Capacity-closedTruth) > 0.15*closedTruth {
+			t.Errorf("%s: capacity %s from %d samples (%s), want %.2f within 15%%", e.UseCase, fmtPtr(e.Capacity), e.Samples, e.Why, closedTruth)
 		}
 	}
 	m := scrape(t, base)
-	if v, ok := m[`headroom_capacity_requests{target=lin,use_case=u0}`]; !ok || math.Abs(v-6.5) > 0.5 {
+	if v, ok := m[`headroom_capacity_requests{target=lin,use_case=u0}`]; !ok || math.Abs(v-closedTruth) > 0.15*closedTruth {
 		t.Errorf("headroom_capacity_requests = %v", v)
 	}
 	if v := m[`headroom_slo_threshold{slo=ttft_seconds,use_case=u0}`]; v != 0.17 {
@@ -148,8 +153,8 @@ func TestCapacityOverHTTP(t *testing.T) {
 type estimateJSON struct {
 	UseCase  string   `json:"use_case"`
 	Capacity *float64 `json:"capacity"`
-	Steady   *float64 `json:"steady_capacity"`
-	BurstCap *float64 `json:"burst_capacity"`
+	Lower    *float64 `json:"capacity_lower"`
+	Upper    *float64 `json:"capacity_upper"`
 	Samples  int      `json:"samples"`
 	Seed     int      `json:"seed_points"`
 	Why      string   `json:"why"`
@@ -192,18 +197,30 @@ func waitEstimates(t *testing.T, base string, limit time.Duration, done func(est
 	}
 }
 
-// With no load of its own on the server, the probes alone meet load 1 only;
-// calibration bursts add the spread. A burst's probes arrive together, so
-// they measure what the reference reports call N concurrent requests: the
-// mean TTFT of a wave of N arrivals, 4 x (20 + 10(N+1)/2) ms here, reaches
-// 340 ms at N = 12 (one probe arriving amid N in flight, the linear law,
-// reaches it at 6.5). Bursts stop at 8, so 12 is reached by extrapolating
-// their slope, which is why the law is slowed down: at 1x, the 5 ms a loaded
-// 2-core machine adds to each request cost a whole request of capacity.
+// Calibration bursts give the laws their slope: a burst's probes arrive
+// together, the i-th meeting i in flight. Production (a background of 0 to
+// 4 requests) says what a request in flight costs one arriving, which no
+// burst of an otherwise idle server can (docs/capacity-model.md). The law
+// is slowed down four times, so that the few ms a loaded 2-core machine
+// adds to a request weigh less in its slope.
 func TestCalibrationBursts(t *testing.T) {
 	ls := &linearServer{slow: 4}
 	srv := httptest.NewServer(ls)
 	defer srv.Close()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	wg.Go(func() {
+		for i := 0; ; i++ {
+			ls.bg.Store(int64(i % 5))
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(1500 * time.Millisecond):
+			}
+		}
+	})
 	cfg := fmt.Sprintf("targets:\n  - {name: lin, url: %s, engine: vllm}\nprobe_budget: 0.5\nengine_scrape_interval: 100ms\n"+
 		"calibration: {enabled: true, max_burst: 8}\n"+
 		"scenarios:\n  - {name: s, input_tokens: 64, output_tokens: 8, interval: 1s}\n"+
@@ -213,16 +230,16 @@ func TestCalibrationBursts(t *testing.T) {
 		t.Fatal(err)
 	}
 	base, logs := startDaemon(t, path)
-	st := waitEstimates(t, base, 60*time.Second, func(e estimateJSON) bool { return e.Capacity != nil })
+	st := waitEstimates(t, base, 90*time.Second, func(e estimateJSON) bool { return e.Capacity != nil && e.Samples >= 20 })
 	t.Logf("capacity %.2f from %d samples", *st[0].Capacity, st[0].Samples)
-	if c := *st[0].Capacity; math.Abs(c-12) > 1 {
-		t.Errorf("capacity %.2f from %d samples, want 12 ± 1", c, st[0].Samples)
+	if c := *st[0].Capacity; math.Abs(c-closedTruth) > 0.15*closedTruth {
+		t.Errorf("capacity %.2f from %d samples, want %.2f within 15%%", c, st[0].Samples, closedTruth)
 	}
 	if p := ls.peak.Load(); p < 3 {
 		t.Errorf("at most %d probes in flight at once: no burst", p)
 	}
-	// The server counts the burst's own probes as running; nothing else is.
-	// A lone probe, alone on the server, met no other prefill: level 1.
+	// The server counts the burst's own probes and the background as
+	// running. A lone probe met no other prefill: level 1.
 	bursts, lone := 0, 0
 	for _, p := range st[0].Points {
 		if p.Burst == 0 {
@@ -237,8 +254,8 @@ func TestCalibrationBursts(t *testing.T) {
 		// same span sums to its size as a ratio of durations (3.00 failed).
 		if p.InFlight == nil {
 			t.Errorf("burst of %d: no in_flight", p.Burst)
-		} else if f := *p.InFlight; f < 1-1e-9 || f > float64(p.Burst)+1e-9 {
-			t.Errorf("burst of %d: in_flight %v, want 1 to %d", p.Burst, f, p.Burst)
+		} else if f := *p.InFlight; f < 1-1e-9 || f > float64(p.Burst)+4+1e-9 {
+			t.Errorf("burst of %d: in_flight %v, want 1 to %d and the background's 4", p.Burst, f, p.Burst)
 		}
 	}
 	if bursts == 0 || lone == 0 {
@@ -295,9 +312,11 @@ func TestCapacitySeededFromBench(t *testing.T) {
 		t.Fatalf("estimates: %+v", st)
 	}
 	e := st[0]
-	// TTFT = 2 x (20 ms + 10 ms x load) reaches 170 ms at 6.5 requests.
-	if e.Capacity == nil || math.Abs(*e.Capacity-6.5) > 0.5 || e.Seed != 4*32 {
-		t.Errorf("seeded capacity %s from %d seed points, %d samples (%s); want 6.5 ± 0.5 from 128", fmtPtr(e.Capacity), e.Seed, e.Samples, e.Why)
+	// The bench's cells are steady closed loops (6.5 above); the model
+	// reads them as the reports' two rounds (closedTruth). A seed alone
+	// gives an estimate, not 2x off.
+	if e.Capacity == nil || *e.Capacity < closedTruth/2 || *e.Capacity > 2*closedTruth || e.Seed != 4*32 {
+		t.Errorf("seeded capacity %s from %d seed points, %d samples (%s); want within 2x of %.2f from 128", fmtPtr(e.Capacity), e.Seed, e.Samples, e.Why, closedTruth)
 	}
 }
 

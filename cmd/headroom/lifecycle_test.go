@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/headroom-dev/headroom/capacity"
 	"io"
 	"log/slog"
 	"net"
@@ -203,7 +204,7 @@ func TestStatusShowsProgress(t *testing.T) {
 	}
 	e := status.Estimates[0]
 	next, err := time.Parse(time.RFC3339, e.NextProbe)
-	if e.Samples < 1 || e.SamplesNeeded != 8 || err != nil || next.Before(start.Truncate(time.Second)) {
-		t.Errorf("progress: %d samples of %d needed, next probe %q (%v); want at least 1 of 8 and a time after the start", e.Samples, e.SamplesNeeded, e.NextProbe, err)
+	if e.Samples < 1 || e.SamplesNeeded != capacity.MinSamples || err != nil || next.Before(start.Truncate(time.Second)) {
+		t.Errorf("progress: %d samples of %d needed, next probe %q (%v); want at least 1 of %d and a time after the start", e.Samples, e.SamplesNeeded, e.NextProbe, err, capacity.MinSamples)
 	}
 }

@@ -358,8 +358,8 @@ func fit(slos []SLO, os []obs, stat string, shape twin, pr Prior) *fitted {
 		aim: math.Inf(1), reach: math.Inf(1), readings: map[[2]float64]reading{}}
 	base := &cells{tw: shape.with(ttft.fit.beta, itl.fit.beta)}
 	type sloFit struct {
-		est, lo, hi float64
-		placed      bool
+		est, lo, hi, raw float64
+		placed           bool
 	}
 	fits := make([]sloFit, len(slos))
 	binding := -1
@@ -404,6 +404,7 @@ func fit(slos []SLO, os []obs, stat string, shape twin, pr Prior) *fitted {
 		}
 		f.aim = math.Min(f.aim, sf.est)
 		f.reach = math.Min(f.reach, reach)
+		sf.raw = sf.est
 		if !sf.placed {
 			sf.est = math.NaN()
 			sf.lo = math.Min(sf.lo, Reach*reach)
@@ -413,18 +414,18 @@ func fit(slos []SLO, os []obs, stat string, shape twin, pr Prior) *fitted {
 		s.Capacity, s.Lower, s.Upper = sf.est, sf.lo, sf.hi
 		s.Curve = curve(base, s.Name, math.Max(2*reach, math.Min(at*1.2, 4*reach)))
 		f.lower, f.upper = math.Min(f.lower, sf.lo), math.Min(f.upper, sf.hi)
-		// The binding threshold is the one that breaks first: a placed
-		// one at its estimate, one not placed past its bound.
-		if binding < 0 || sf.placed && (!fits[binding].placed || sf.est < fits[binding].est) {
+		// The binding threshold is the one whose law crosses first, placed
+		// or not: a law the data do not reach yet still says, by its line,
+		// that it breaks after one they do.
+		if binding < 0 || sf.raw < fits[binding].raw {
 			binding = i
 		}
 	}
 	f.why = strings.Join(whys, "; ")
 	switch {
 	case !f.sloped || binding < 0:
-	case !fits[binding].placed || slices.ContainsFunc(fits, func(g sloFit) bool { return !g.placed && g.lo < fits[binding].est }):
-		// Not placed, or another threshold's bound lies below the placed
-		// one's estimate: which breaks first is not known.
+	case !fits[binding].placed:
+		// The first crossing lies past the data's reach: a bound.
 		f.bound = true
 		f.why = fmt.Sprintf("at least %.1f: %s", f.lower, f.why)
 	default:

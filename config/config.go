@@ -196,6 +196,13 @@ func clientFiles(h promconfig.HTTPClientConfig) map[string]string {
 	add("tls_config.ca_file", h.TLSConfig.CAFile)
 	add("tls_config.cert_file", h.TLSConfig.CertFile)
 	add("tls_config.key_file", h.TLSConfig.KeyFile)
+	if h.HTTPHeaders != nil {
+		for name, v := range h.HTTPHeaders.Headers {
+			for i, f := range v.Files {
+				add(fmt.Sprintf("http_headers.%s.files[%d]", name, i), f)
+			}
+		}
+	}
 	return out
 }
 

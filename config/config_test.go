@@ -2,9 +2,12 @@ package config
 
 import (
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	promconfig "github.com/prometheus/common/config"
 )
 
 func TestLoadGood(t *testing.T) {
@@ -331,5 +334,50 @@ func TestCalibrationAndCurveWindowDefaults(t *testing.T) {
 		if c.Calibration.Enabled != tc.enabled {
 			t.Errorf("%q: calibration enabled = %v, want %v", tc.yaml, c.Calibration.Enabled, tc.enabled)
 		}
+	}
+}
+
+// Secrets covers every credential an http_client_config holds beyond the
+// auth schemes: header secrets and files, a proxy URL's password and
+// proxy_connect_header; a metrics page on another host gets the headers'
+// plain values only.
+func TestTargetSecretsBeyondAuthorization(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(dir+"/hdr", []byte("hdr-from-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Parse([]byte(`targets:
+  - name: a
+    url: http://h
+    http_client_config:
+      proxy_url: http://user:proxy-pw-1@proxy:3128
+      proxy_connect_header: {X-Proxy-Key: [proxy-hdr-2]}
+      http_headers:
+        X-Api-Key: {secrets: [hdr-inline-3], files: [hdr]}
+        X-Team: {values: [plain-team]}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.setDirectory(dir)
+	got := c.Targets[0].Secrets()
+	for _, want := range []string{"proxy-pw-1", "proxy-hdr-2", "hdr-inline-3", "hdr-from-file"} {
+		if !slices.Contains(got, want) {
+			t.Errorf("secrets %q lack %q", got, want)
+		}
+	}
+	if slices.Contains(got, "plain-team") {
+		t.Errorf("secrets %q hold a plain header value", got)
+	}
+	plain := WithoutCredentials(c.Targets[0].HTTPClientConfig).HTTPHeaders.Headers
+	if len(plain) != 1 || plain["X-Team"].Values[0] != "plain-team" {
+		t.Errorf("headers for another host: %+v", plain)
+	}
+	if err := c.checkKeys(); err != nil {
+		t.Errorf("check files: %v", err)
+	}
+	c.Targets[0].HTTPClientConfig.HTTPHeaders.Headers["X-Api-Key"] = promconfig.Header{Files: []string{dir + "/missing"}}
+	if err := c.checkKeys(); err == nil || !strings.Contains(err.Error(), "targets[0].http_client_config.http_headers.X-Api-Key.files[0]") {
+		t.Errorf("a missing header file: %v", err)
 	}
 }

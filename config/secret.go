@@ -55,28 +55,84 @@ func credentials(h promconfig.HTTPClientConfig) []credential {
 }
 
 // WithoutCredentials is h with every credential removed: for a page on
-// another host, which gets the TLS and proxy settings but no key.
+// another host, which gets the TLS and proxy settings but no key. Headers
+// keep their plain values and lose their secrets and files.
 func WithoutCredentials(h promconfig.HTTPClientConfig) promconfig.HTTPClientConfig {
 	h.Authorization, h.BasicAuth, h.OAuth2, h.BearerToken, h.BearerTokenFile = nil, nil, nil, "", ""
+	if h.HTTPHeaders != nil {
+		plain := &promconfig.Headers{Headers: map[string]promconfig.Header{}}
+		for name, v := range h.HTTPHeaders.Headers {
+			if len(v.Values) > 0 {
+				plain.Headers[name] = promconfig.Header{Values: v.Values}
+			}
+		}
+		h.HTTPHeaders = plain
+	}
 	return h
+}
+
+// held lists, beside credentials, every other secret an HTTP client
+// configuration holds: header secrets and files, proxy credentials, TLS
+// keys and OAuth2's own. A server may echo any header it got, and an error
+// may quote a proxy URL.
+func held(h promconfig.HTTPClientConfig) (inline []string, files []string) {
+	proxy := func(p promconfig.ProxyConfig, tls promconfig.TLSConfig) {
+		if u := p.ProxyURL.URL; u != nil && u.User != nil {
+			if pw, ok := u.User.Password(); ok {
+				inline = append(inline, pw)
+			}
+		}
+		for _, vs := range p.ProxyConnectHeader {
+			for _, v := range vs {
+				inline = append(inline, string(v))
+			}
+		}
+		inline = append(inline, string(tls.Key))
+		files = append(files, tls.KeyFile)
+	}
+	proxy(h.ProxyConfig, h.TLSConfig)
+	if h.HTTPHeaders != nil {
+		for _, v := range h.HTTPHeaders.Headers {
+			for _, s := range v.Secrets {
+				inline = append(inline, string(s))
+			}
+			files = append(files, v.Files...)
+		}
+	}
+	if o := h.OAuth2; o != nil {
+		proxy(o.ProxyConfig, o.TLSConfig)
+		inline = append(inline, string(o.ClientCertificateKey))
+		for _, v := range o.EndpointParams {
+			inline = append(inline, v)
+		}
+	}
+	return inline, files
 }
 
 // Secrets lists every credential the target sends, read now, for
 // redaction: the API key and what its http_client_config holds inline or
-// in files. Unreadable files are skipped; check-config reports them.
+// in files (authorization, basic auth, OAuth2, bearer token, header
+// secrets and files, proxy credentials, TLS keys). Unreadable files are
+// skipped; check-config reports them.
 func (t Target) Secrets() []string {
 	var out []string
 	if k, err := t.APIKey(); err == nil && k != "" {
 		out = append(out, k)
 	}
+	inline, files := held(t.HTTPClientConfig)
 	for _, c := range credentials(t.HTTPClientConfig) {
-		if c.inline != "" {
-			out = append(out, string(c.inline))
+		inline, files = append(inline, string(c.inline)), append(files, c.file)
+	}
+	for _, s := range inline {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
 		}
-		if c.file == "" {
+	}
+	for _, f := range files {
+		if f == "" {
 			continue
 		}
-		if b, err := os.ReadFile(c.file); err == nil && len(strings.TrimSpace(string(b))) > 0 {
+		if b, err := os.ReadFile(f); err == nil && len(strings.TrimSpace(string(b))) > 0 {
 			out = append(out, strings.TrimSpace(string(b)))
 		}
 	}

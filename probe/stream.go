@@ -62,9 +62,28 @@ type Endpoint struct {
 	Client  *http.Client
 }
 
+func (ep Endpoint) secrets() []string { return append([]string{ep.APIKey}, ep.Secrets...) }
+
 // redact masks the endpoint's credentials in err.
 func (ep Endpoint) redact(err error) error {
-	return secret.Error(err, append([]string{ep.APIKey}, ep.Secrets...)...)
+	return secret.Error(err, ep.secrets()...)
+}
+
+// cut keeps the first maxErrorBody bytes of a server's text, redacted
+// before the cut and at it: a server that pads an echo of the key so that
+// the cut falls inside it would otherwise get all but its end through.
+func (ep Endpoint) cut(text []byte) string {
+	return secret.Truncate(string(bytes.TrimSpace(text)), maxErrorBody, ep.secrets()...)
+}
+
+// errorBodyLimit is how much of an error answer to read: enough past
+// maxErrorBody that a secret crossing the cut is read whole and redacted.
+func (ep Endpoint) errorBodyLimit() int64 {
+	n := maxErrorBody
+	for _, s := range ep.secrets() {
+		n = max(n, maxErrorBody+len(s))
+	}
+	return int64(n)
 }
 
 // Request is one completion to stream.
@@ -228,10 +247,10 @@ func send(ctx context.Context, ep Endpoint, api string, body []byte, maxTokens i
 	wroteMu.Unlock()
 	res.Status = resp.StatusCode
 	if resp.StatusCode != http.StatusOK {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBody))
-		return fail(res, HTTPError, fmt.Errorf("post %s: HTTP %d: %s", url, resp.StatusCode, bytes.TrimSpace(msg)))
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, ep.errorBodyLimit()))
+		return fail(res, HTTPError, fmt.Errorf("post %s: HTTP %d: %s", url, resp.StatusCode, ep.cut(msg)))
 	}
-	res = readStream(ctx, resp.Body, res, maxTokens)
+	res = readStream(ctx, ep, resp.Body, res, maxTokens)
 	// The stream's end (the last chunk of the chunked encoding) may follow
 	// [DONE]: read it, or the transport closes the connection instead of
 	// reusing it and the next probe pays a new one.
@@ -245,7 +264,8 @@ func setupOnce(res *Result, i httptrace.GotConnInfo, start time.Time) {
 	}
 }
 
-func readStream(ctx context.Context, body io.Reader, res Result, maxTokens int) Result {
+// readStream reads a completion's stream; ep cuts a server's error text.
+func readStream(ctx context.Context, ep Endpoint, body io.Reader, res Result, maxTokens int) Result {
 	ev := newEvents(body)
 	var first, last time.Time
 	var text strings.Builder
@@ -289,7 +309,7 @@ func readStream(ctx context.Context, body io.Reader, res Result, maxTokens int) 
 			known, _ = learn(data, &c)
 		}
 		if len(c.Error) > 0 && string(c.Error) != "null" || c.Object == "error" {
-			return fail(res, StreamError, fmt.Errorf("server error in stream: %.256s%.256s", bytes.TrimSpace(c.Error), c.Message))
+			return fail(res, StreamError, fmt.Errorf("server error in stream: %s", ep.cut(append(bytes.TrimSpace(c.Error), c.Message...))))
 		}
 		if c.Usage != nil {
 			res.PromptTokens = c.Usage.PromptTokens

@@ -307,7 +307,7 @@ func FuzzReadStream(f *testing.F) {
 	f.Add([]byte(": comment\nevent: x\ndata\n\ndata: {\"error\":{\"message\":\"boom\"}}\n\n"))
 	f.Add([]byte("data: " + stopChunk))
 	f.Fuzz(func(t *testing.T, stream []byte) {
-		r := readStream(t.Context(), bytes.NewReader(stream), Result{Start: time.Now()}, 16)
+		r := readStream(t.Context(), Endpoint{}, bytes.NewReader(stream), Result{Start: time.Now()}, 16)
 		if r.Outcome == Success && (r.Chunks > 16 || r.CompletionTokens > 16 || r.CompletionTokens < r.Chunks || r.CompletionTokens > len(r.Text)) {
 			t.Fatalf("success with %d chunks, %d tokens for max_tokens 16", r.Chunks, r.CompletionTokens)
 		}
@@ -438,5 +438,39 @@ func TestDroppedKeepAliveIsRetried(t *testing.T) {
 				t.Error("the idempotency marker went out as a header")
 			}
 		})
+	}
+}
+
+// A server that pads its echo of the key so that the 256-byte cut falls
+// inside it gets no part of the key through, in an error answer or in a
+// stream's error event, at any padding around the cut.
+func TestEchoCutInsideTheKey(t *testing.T) {
+	const key = "sk-padded-echo-7c1e9f"
+	var pad atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		echo := strings.Repeat("p", int(pad.Load())) + strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ") + " the rest"
+		if strings.HasPrefix(r.URL.Path, "/stream/") {
+			w.Header().Set("Content-Type", "text/event-stream")
+			fmt.Fprintf(w, "data: {\"error\":{\"message\":%q}}\n\n", echo)
+			return
+		}
+		http.Error(w, echo, http.StatusInternalServerError)
+	}))
+	defer srv.Close()
+	for _, path := range []string{"", "/stream"} {
+		// The stream's error event carries JSON around the echo: its
+		// prefix is 24 bytes longer than the plain answer's.
+		for p := maxErrorBody - len(key) - 30; p <= maxErrorBody+2; p++ {
+			pad.Store(int64(p))
+			r := Run(t.Context(), Endpoint{BaseURL: srv.URL + path, APIKey: key, Client: NewClient(false)}, Request{API: "chat", Model: "m", Prompt: "hi", MaxTokens: 4})
+			if r.Err == nil {
+				t.Fatalf("%q pad %d: no error", path, p)
+			}
+			for k := 2; k <= len(key); k++ {
+				if strings.Contains(r.Err.Error(), key[:k]) {
+					t.Fatalf("%q pad %d: %q keeps %q of the key", path, p, r.Err, key[:k])
+				}
+			}
+		}
 	}
 }

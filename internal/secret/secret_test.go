@@ -36,3 +36,38 @@ func TestErrorKeepsCause(t *testing.T) {
 		t.Error("nil error became non-nil")
 	}
 }
+
+// A cut never leaves a secret's first part: whatever the length before it
+// (a server that pads its echo to put the cut inside the key), no prefix
+// of two or more of the key's characters survives.
+func TestTruncateAtEveryCut(t *testing.T) {
+	const key = "sk-live-4f9a8b7c"
+	for pad := range 40 {
+		for _, tc := range []struct{ name, text string }{
+			{"key", strings.Repeat("x", pad) + key + " and more text after it"},
+			{"bearer", strings.Repeat("x", pad) + "Authorization: Bearer zz-unknown-credential-99 after"},
+		} {
+			got := Truncate(tc.text, 24, key)
+			if len(got) > 24+len(Mask)+len("…") {
+				t.Errorf("%s pad %d: %q is longer than the cut", tc.name, pad, got)
+			}
+			body := strings.TrimSuffix(got, "…")
+			if !strings.HasSuffix(got, "…") {
+				t.Errorf("%s pad %d: %q does not mark its cut", tc.name, pad, got)
+			}
+			for _, secret := range []string{key, "zz-unknown-credential-99"} {
+				for k := 2; k <= len(secret); k++ {
+					if strings.Contains(body, secret[:k]) {
+						t.Fatalf("%s pad %d: %q keeps %q of the secret", tc.name, pad, got, secret[:k])
+					}
+				}
+			}
+		}
+	}
+	if got := Truncate("short", 24, key); got != "short" {
+		t.Errorf("a text under the limit: %q", got)
+	}
+	if got := Truncate("héllo wörld", 2); got != "h…" {
+		t.Errorf("cut inside a rune: %q", got)
+	}
+}

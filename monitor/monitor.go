@@ -287,6 +287,7 @@ func newClients(tc config.Target, sameHost bool, dial DialFunc) (client, metrics
 	if err != nil {
 		return nil, nil, fmt.Errorf("target %s: http_client_config: %w", tc.Name, err)
 	}
+	sameOrigin(client)
 	if sameHost {
 		return client, client, nil
 	}
@@ -294,7 +295,17 @@ func newClients(tc config.Target, sameHost bool, dial DialFunc) (client, metrics
 	if err != nil {
 		return nil, nil, fmt.Errorf("target %s: http_client_config for metrics_url: %w", tc.Name, err)
 	}
+	sameOrigin(metrics)
 	return client, metrics, nil
+}
+
+// sameOrigin keeps a client's redirects within its target's scheme, host
+// and port (probe.SameOrigin), where follow_redirects leaves them on: the
+// client's round tripper sets its credentials on every request it sends.
+func sameOrigin(c *http.Client) {
+	if c.CheckRedirect == nil {
+		c.CheckRedirect = probe.SameOrigin
+	}
 }
 
 func sameHost(a, b string) bool {

@@ -6,9 +6,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
+
+	"github.com/headroom-dev/headroom/internal/contract"
+	"github.com/headroom-dev/headroom/internal/secret"
 )
 
 // Scenario is what one probe asks for.
@@ -42,8 +45,15 @@ func NewProber(ep Endpoint, api, model, engine string) *Prober {
 	return &Prober{ep: ep, api: api, model: model, engine: engine, sizers: map[string]*Sizer{}, bodies: map[bodyKey]bodyTemplate{}}
 }
 
-// Model is the model being probed, "" until resolved.
+// Model is the model being probed, "" until resolved, with the endpoint's
+// credentials masked: it is shown as a label, on /status and in reports,
+// and a server may list its key as a model's id.
 func (p *Prober) Model() string {
+	return secret.Redact(p.resolved(), p.ep.secrets()...)
+}
+
+// resolved is the model's id as the server knows it, for its requests.
+func (p *Prober) resolved() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.model
@@ -91,7 +101,7 @@ func (p *Prober) sizer(ctx context.Context, sc Scenario) *Sizer {
 		return s
 	}
 	s = NewSizer(sc.InputTokens)
-	usage := usageCounter{ep: p.ep, api: p.api, model: p.Model()}
+	usage := usageCounter{ep: p.ep, api: p.api, model: p.resolved()}
 	// A failed fit keeps the default model; usage feedback corrects it, and
 	// probes off by more than Tolerance are PromptMismatch, not samples.
 	if c != nil {
@@ -172,9 +182,9 @@ type Prepared struct {
 
 // Prepare builds a probe of the scenario.
 func (p *Prober) Prepare(ctx context.Context, sc Scenario) *Prepared {
-	if p.Model() == "" {
+	if p.resolved() == "" {
 		if err := p.Resolve(ctx); err != nil {
-			return &Prepared{err: fail(Result{}, classifyCtx(ctx, ConnectError), p.ep.redact(err))}
+			return &Prepared{err: fail(Result{}, classifyCtx(ctx, requestFailure(err)), p.ep.redact(err))}
 		}
 	}
 	s := p.sizer(ctx, sc)
@@ -248,9 +258,23 @@ func (p *Prober) Probe(ctx context.Context, sc Scenario) Result {
 	return p.Send(ctx, p.Prepare(ctx, sc))
 }
 
-// FirstModel returns the first model of GET /v1/models.
+// StatusError is an answer other than 200 OK to one of the requests
+// around a probe (the model list): the server's answer, an http_error.
+type StatusError struct {
+	URL  string
+	Code int
+}
+
+func (e *StatusError) Error() string { return fmt.Sprintf("%s: HTTP %d", e.URL, e.Code) }
+
+// FirstModel returns the first model of GET /v1/models. Its id becomes a
+// label: one that is empty, not UTF-8 or over contract.MaxLabelValue bytes
+// is refused (set the target's model instead).
 func FirstModel(ctx context.Context, ep Endpoint) (string, error) {
-	url := strings.TrimRight(ep.BaseURL, "/") + "/v1/models"
+	url, err := ep.url("/v1/models")
+	if err != nil {
+		return "", err
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return "", err
@@ -264,7 +288,7 @@ func FirstModel(ctx context.Context, ep Endpoint) (string, error) {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("list models %s: HTTP %d", url, resp.StatusCode)
+		return "", fmt.Errorf("list models: %w", &StatusError{URL: url, Code: resp.StatusCode})
 	}
 	var out struct {
 		Data []struct {
@@ -277,5 +301,13 @@ func FirstModel(ctx context.Context, ep Endpoint) (string, error) {
 	if len(out.Data) == 0 {
 		return "", fmt.Errorf("list models %s: no models served", url)
 	}
-	return out.Data[0].ID, nil
+	switch id := out.Data[0].ID; {
+	case id == "":
+		return "", fmt.Errorf("list models %s: the first model has no id; set the target's model", url)
+	case len(id) > contract.MaxLabelValue || !utf8.ValidString(id):
+		return "", fmt.Errorf("list models %s: the first model's id (%d bytes) is not a label value of at most %d bytes of UTF-8; set the target's model",
+			url, len(id), contract.MaxLabelValue)
+	default:
+		return id, nil
+	}
 }

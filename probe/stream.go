@@ -14,6 +14,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptrace"
+	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -60,6 +61,16 @@ type Endpoint struct {
 	APIKey  string
 	Secrets []string
 	Client  *http.Client
+}
+
+// url joins path to the base URL with url.JoinPath: a base that ends in a
+// slash, or carries a path of its own, gets the API's path after it.
+func (ep Endpoint) url(path string) (string, error) {
+	u, err := url.JoinPath(ep.BaseURL, path)
+	if err != nil {
+		return "", fmt.Errorf("base URL: %w", err)
+	}
+	return u, nil
 }
 
 func (ep Endpoint) secrets() []string { return append([]string{ep.APIKey}, ep.Secrets...) }
@@ -237,7 +248,7 @@ func send(ctx context.Context, ep Endpoint, api string, body []byte, maxTokens i
 	res.Start = time.Now()
 	resp, err := do(ep, req)
 	if err != nil {
-		return fail(res, classifyCtx(ctx, ConnectError), fmt.Errorf("post %s: %w", url, err))
+		return fail(res, classifyCtx(ctx, requestFailure(err)), fmt.Errorf("post %s: %w", url, err))
 	}
 	defer resp.Body.Close()
 	wroteMu.Lock()
@@ -372,6 +383,16 @@ func consistent(res Result, maxTokens, textBytes int) error {
 	return nil
 }
 
+// requestFailure is the outcome of a request that got no answer to read:
+// a refused redirect or a status other than 200 is the server's answer, an
+// http_error; the rest is the connection's.
+func requestFailure(err error) Outcome {
+	if errors.Is(err, ErrRedirect) || errors.As(err, new(*StatusError)) {
+		return HTTPError
+	}
+	return ConnectError
+}
+
 func classifyCtx(ctx context.Context, otherwise Outcome) Outcome {
 	switch {
 	case errors.Is(context.Cause(ctx), context.DeadlineExceeded):
@@ -388,8 +409,32 @@ func fail(res Result, o Outcome, err error) Result {
 	return res
 }
 
+// ErrRedirect refuses a redirect that leaves the scheme, host and port of
+// the request it answers.
+var ErrRedirect = errors.New("redirect to another scheme, host or port refused: credentials go to the target's own only")
+
+// maxRedirects is net/http's own limit.
+const maxRedirects = 10
+
+// SameOrigin is a CheckRedirect that follows a redirect only to the scheme,
+// host and port of the first request, as the metrics_url rule sends the
+// key only there. net/http forwards Authorization to another port of the
+// same host and from https to http, and an http_client_config's
+// credentials are set by its round tripper on every request, wherever it
+// goes: a redirect elsewhere would carry them.
+func SameOrigin(req *http.Request, via []*http.Request) error {
+	if len(via) >= maxRedirects {
+		return fmt.Errorf("stopped after %d redirects", maxRedirects)
+	}
+	if first := via[0].URL; req.URL.Scheme != first.Scheme || req.URL.Host != first.Host {
+		return fmt.Errorf("%w (%s://%s to %s://%s)", ErrRedirect, first.Scheme, first.Host, req.URL.Scheme, req.URL.Host)
+	}
+	return nil
+}
+
 // NewClient returns a client that keeps connections alive and pooled, so TCP and
 // TLS set-up stay out of TTFT. No overall timeout: each probe's context bounds it.
+// It follows redirects within the target's origin only (SameOrigin).
 func NewClient(insecureSkipVerify bool) *http.Client {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 16
@@ -398,5 +443,5 @@ func NewClient(insecureSkipVerify bool) *http.Client {
 	if insecureSkipVerify {
 		tr.TLSClientConfig = &tls.Config{InsecureSkipVerify: true} //nolint:gosec // opt-in for self-signed lab servers
 	}
-	return &http.Client{Transport: tr}
+	return &http.Client{Transport: tr, CheckRedirect: SameOrigin}
 }

@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptrace"
-	"strings"
 	"syscall"
 )
 
@@ -60,7 +59,10 @@ type httpCounter struct {
 // lost, a sizing falls back to a guess and a probe fails for nothing the
 // server's capacity did (llama.cpp closes connections after a few requests).
 func newPost(ctx context.Context, ep Endpoint, path string, body []byte) (*http.Request, string, error) {
-	url := strings.TrimRight(ep.BaseURL, "/") + path
+	url, err := ep.url(path)
+	if err != nil {
+		return nil, url, err
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
 	if err != nil {
 		return nil, url, err
@@ -187,7 +189,8 @@ func DetectCounter(ctx context.Context, ep Endpoint, api, model, engine string) 
 		if err == nil {
 			var b int
 			if b, err = c.Count(ctx, long); err == nil && (a <= 0 || b <= a) {
-				err = fmt.Errorf("tokenize %s%s: counts %d and %d tokens for 8 and 64 words", ep.BaseURL, s.path, a, b)
+				u, _ := ep.url(s.path)
+				err = fmt.Errorf("tokenize %s: counts %d and %d tokens for 8 and 64 words", u, a, b)
 			}
 		}
 		if err != nil {
@@ -220,7 +223,8 @@ func (c usageCounter) Count(ctx context.Context, text string) (int, error) {
 		return 0, fmt.Errorf("count tokens: %s: %w", res.Outcome, res.Err)
 	}
 	if res.PromptTokens <= 0 {
-		return 0, fmt.Errorf("count tokens %s: no usage.prompt_tokens in the stream", strings.TrimRight(c.ep.BaseURL, "/")+Path(c.api))
+		u, _ := c.ep.url(Path(c.api))
+		return 0, fmt.Errorf("count tokens %s: no usage.prompt_tokens in the stream", u)
 	}
 	return res.PromptTokens, nil
 }

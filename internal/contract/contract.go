@@ -55,6 +55,12 @@ var Metrics = []Metric{
 	{"headroom_config_last_reload_success_timestamp_seconds", "gauge", nil},
 }
 
+// MaxLabelValue is the longest label value headroom exports, in bytes: a
+// target's name, pool, model and URL, whether from the configuration, from
+// discovery or from the server's model list. A 100 KB name once rode on
+// every series of its target.
+const MaxLabelValue = 1024
+
 var suffix = regexp.MustCompile(`_(bucket|count|sum)$`)
 
 // Lookup finds the metric a series name belongs to, reading a histogram's

@@ -16,9 +16,12 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	promconfig "github.com/prometheus/common/config"
 	"gopkg.in/yaml.v3"
+
+	"github.com/headroom-dev/headroom/internal/contract"
 )
 
 // Config is the whole configuration file.
@@ -115,6 +118,10 @@ type Power struct {
 	Source  string `yaml:"source"`
 	DCGMURL string `yaml:"dcgm_url"`
 }
+
+// maxDecodeTPS bounds decode_min_tps: no stream decodes a million tokens a
+// second.
+const maxDecodeTPS = 1e6
 
 // MinProbeBudget is the smallest probe_budget: 0.1% of a target's time.
 const MinProbeBudget = 0.001
@@ -333,7 +340,8 @@ func (t *Target) SetDefaults() {
 		if t.Engine == "trtllm" {
 			path = "/prometheus/metrics" // where trtllm-serve serves it
 		}
-		t.MetricsURL = strings.TrimRight(t.URL, "/") + path
+		// An unparsable URL leaves it empty: check names the url.
+		t.MetricsURL, _ = url.JoinPath(t.URL, path)
 	}
 }
 
@@ -491,6 +499,10 @@ func (c *Config) Validate() error {
 		if u.TTFTMax < 0 || u.E2EMax < 0 || u.ITLMax < 0 || u.DecodeMinTPS < 0 {
 			bad(p, "thresholds must not be negative")
 		}
+		// YAML reads .nan and .inf: NaN passes every comparison.
+		if !(u.DecodeMinTPS <= maxDecodeTPS) {
+			bad(p+".decode_min_tps", "must be a number from 0 to %g, got %g", float64(maxDecodeTPS), u.DecodeMinTPS)
+		}
 		if u.TTFTMax == 0 && u.E2EMax == 0 && u.ITLMax == 0 && u.DecodeMinTPS == 0 {
 			bad(p, "needs at least one of ttft_max, e2e_max, itl_max, decode_min_tps")
 		}
@@ -499,7 +511,7 @@ func (c *Config) Validate() error {
 }
 
 // Validate checks a target as discovery produced it; errors name the field.
-func (t Target) Validate() error { return t.check(fmt.Sprintf("target %q", t.Name), false) }
+func (t Target) Validate() error { return t.check(fmt.Sprintf("target %q", short(t.Name)), false) }
 
 // check validates a target's fields, each error under path. A template's
 // name and URLs come from relabeling, so it must leave them out.
@@ -516,12 +528,18 @@ func (t Target) check(path string, template bool) error {
 		}
 	} else {
 		if !targetNameRE.MatchString(t.Name) {
-			bad(".name", "must match [a-zA-Z0-9_.:/-]+, got %q", t.Name)
+			bad(".name", "must match [a-zA-Z0-9_.:/-]+, got %q", short(t.Name))
 		}
-		if err := checkURL(t.URL); err != nil {
+		if err := CheckBaseURL(t.URL); err != nil {
 			bad(".url", "%v", err)
 		} else if err := checkURL(t.MetricsURL); err != nil {
 			bad(".metrics_url", "%v", err)
+		}
+	}
+	// Each is a label value of every series of the target.
+	for _, f := range [][2]string{{"name", t.Name}, {"url", t.URL}, {"metrics_url", t.MetricsURL}, {"pool", t.Pool}, {"model", t.Model}} {
+		if len(f[1]) > contract.MaxLabelValue || !utf8.ValidString(f[1]) {
+			bad("."+f[0], "a label value of at most %d bytes of UTF-8 is needed, got %d bytes", contract.MaxLabelValue, len(f[1]))
 		}
 	}
 	if t.API != "chat" && t.API != "completions" {
@@ -542,6 +560,30 @@ func (t Target) check(path string, template bool) error {
 		bad(".engine", "unknown engine %q", t.Engine)
 	}
 	return errors.Join(errs...)
+}
+
+// short quotes at most the first 64 bytes of a value in an error: a 100 KB
+// name is not repeated whole into the log.
+func short(v string) string {
+	if len(v) <= 64 {
+		return v
+	}
+	return v[:64] + "…"
+}
+
+// CheckBaseURL checks an API's base URL: what checkURL checks, and no
+// query or fragment, which paths joined after it would end up inside
+// (http://host/-/reload? once turned every probe into a POST to the
+// daemon's own reload).
+func CheckBaseURL(raw string) error {
+	if err := checkURL(raw); err != nil {
+		return err
+	}
+	u, _ := url.Parse(raw)
+	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || strings.Contains(raw, "#") {
+		return errors.New("a base URL takes no query or fragment: the API's paths are joined after it")
+	}
+	return nil
 }
 
 func checkURL(raw string) error {

@@ -130,6 +130,15 @@ func TestParseErrorsNamePath(t *testing.T) {
 		{"discovery:\n  - file_sd_configs: [{files: [a.json]}]\n    relabel_configs: [{action: replace, target_label: \"\"}]\n", "discovery[0].relabel_configs[0]: relabel configuration for replace action requires 'target_label'"},
 		{"discovery:\n  - kubernetes_sd_configs: [{role: node}]\n", "discovery[0].kubernetes_sd_configs[0].role: must be pod or endpointslice"},
 		{"discovery:\n  - file_sd_configs: [{files: [a.txt]}]\n", `path name "a.txt" is not valid for file discovery`},
+		// Issue 37: URLs that take paths after them, labels of any size, numbers YAML reads as NaN.
+		{"targets:\n  - {name: a, url: 'http://127.0.0.1:9835/-/reload?'}\n", "targets[0].url: a base URL takes no query or fragment"},
+		{"targets:\n  - {name: a, url: 'http://h/api?key=1'}\n", "targets[0].url: a base URL takes no query or fragment"},
+		{"targets:\n  - {name: a, url: 'http://h/#frag'}\n", "targets[0].url: a base URL takes no query or fragment"},
+		{"targets:\n  - {name: " + strings.Repeat("x", 100_000) + ", url: 'http://h'}\n", "targets[0].name: a label value of at most 1024 bytes of UTF-8 is needed, got 100000 bytes"},
+		{"targets:\n  - {name: a, url: 'http://h', pool: " + strings.Repeat("p", 2000) + "}\n", "targets[0].pool: a label value of at most 1024 bytes"},
+		{"targets:\n  - {name: a, url: 'http://h', model: " + strings.Repeat("m", 2000) + "}\n", "targets[0].model: a label value of at most 1024 bytes"},
+		{base + "use_cases:\n  - name: u\n    scenario: ctx-1k\n    decode_min_tps: .nan\n", "use_cases[0].decode_min_tps: must be a number from 0 to 1e+06, got NaN"},
+		{base + "use_cases:\n  - name: u\n    scenario: ctx-1k\n    decode_min_tps: .inf\n", "use_cases[0].decode_min_tps: must be a number from 0 to 1e+06, got +Inf"},
 	}
 	for _, tc := range tests {
 		_, err := Parse([]byte(tc.yaml))
@@ -379,5 +388,30 @@ func TestTargetSecretsBeyondAuthorization(t *testing.T) {
 	c.Targets[0].HTTPClientConfig.HTTPHeaders.Headers["X-Api-Key"] = promconfig.Header{Files: []string{dir + "/missing"}}
 	if err := c.checkKeys(); err == nil || !strings.Contains(err.Error(), "targets[0].http_client_config.http_headers.X-Api-Key.files[0]") {
 		t.Errorf("a missing header file: %v", err)
+	}
+}
+
+// A base URL ending in /v1 is valid, and warned of: every path joined
+// after it would start /v1/v1.
+func TestV1BaseURLWarns(t *testing.T) {
+	for _, tc := range []struct{ url, want string }{
+		{"http://h:8000/v1", "targets[0].url: http://h:8000/v1 ends in /v1: requests go to its /v1/v1/models"},
+		{"http://h:8000/v1/", "targets[0].url: http://h:8000/v1/ ends in /v1"},
+		{"http://h:8000/openai/v1", "ends in /v1"},
+		{"http://h:8000", ""},
+		{"http://h:8000/v10", ""},
+	} {
+		c, err := Parse([]byte(fmt.Sprintf("targets: [{name: a, url: %q}]\n", tc.url)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := strings.Join(c.Warnings(), "\n")
+		if tc.want == "" && got != "" || tc.want != "" && !strings.Contains(got, tc.want) {
+			t.Errorf("%s: warnings %q, want %q", tc.url, got, tc.want)
+		}
+	}
+	c, err := Parse([]byte("targets: [{name: a, url: 'http://h/prefix/'}]\n"))
+	if err != nil || c.Targets[0].MetricsURL != "http://h/prefix/metrics" {
+		t.Errorf("metrics_url joined to a base with a path: %v %v", c, err)
 	}
 }

@@ -53,6 +53,16 @@ func TestResolve(t *testing.T) {
 			err: `target "a b".name: must match`},
 		{name: "credentials in the URL", group: pod, yaml: "    relabel_configs: [{target_label: __url__, replacement: 'http://u:hunter2@h'}]\n",
 			err: `url: credentials in the URL would leak`},
+		// Issue 37: a label of 100,000 bytes rode on every series; a
+		// __url__ at the daemon's own reload turned probes into reloads.
+		{name: "a name too long for a label", yaml: "", group: &targetgroup.Group{Source: "f", Targets: []model.LabelSet{{"__address__": "h:1",
+			"target": model.LabelValue(strings.Repeat("x", 100_000))}}},
+			err: `.name: a label value of at most 1024 bytes of UTF-8 is needed, got 100000 bytes`},
+		{name: "a model too long for a label", yaml: "", group: &targetgroup.Group{Source: "f", Targets: []model.LabelSet{{"__address__": "h:1",
+			"model": model.LabelValue(strings.Repeat("m", 5000))}}},
+			err: `target "h:1".model: a label value of at most 1024 bytes`},
+		{name: "a URL with a query", group: pod, yaml: "    relabel_configs: [{target_label: __url__, replacement: 'http://127.0.0.1:9835/-/reload?'}]\n",
+			err: `url: a base URL takes no query or fragment`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -75,6 +85,9 @@ func TestResolve(t *testing.T) {
 				}
 				if r.Err != nil && strings.Contains(r.Err.Error(), "hunter2") {
 					t.Errorf("error carries the URL's password: %v", r.Err)
+				}
+				if r.Err != nil && len(r.Err.Error()) > 512 {
+					t.Errorf("error of %d bytes: a long label is not repeated into the log", len(r.Err.Error()))
 				}
 			default:
 				g := r.Target

@@ -155,7 +155,7 @@ func TestPlanCells(t *testing.T) {
 	}
 	bad := Plan{Contexts: []int{0}, Output: 1, Search: true}
 	err := bad.Validate()
-	for _, want := range []string{"contexts: 0", "concurrency: at least one", "output tokens", "search"} {
+	for _, want := range []string{"contexts[0]: 0", "concurrency: at least one", "output_tokens", "search_max"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate() = %v, want it to name %q", err, want)
 		}

@@ -128,49 +128,121 @@ func (u UseCase) Margin(c *Cell) float64 {
 	return m
 }
 
-// Validate reports every problem of a plan.
+// Bounds of what a sweep can ask and a report can hold. A report.json is
+// read back to resume, compare and seed the daemon: numbers past these are
+// no measurement of any server, and a concurrency of 2^62 once seeded a
+// capacity of 9.22e18 (issue 37).
+const (
+	MaxTokens      = 1 << 24 // a context or output length
+	MaxConcurrency = 1 << 16 // requests in flight from one client
+	maxRate        = 1e6     // requests per second
+	maxRepeat      = 1000
+	maxList        = 64 // values of one list: contexts, levels, bursts, rates, use cases
+	maxSeconds     = 1e7
+	maxCount       = 1e9 // requests of a cell, warm-up requests
+)
+
+// Validate reports every problem of a plan, each named by its field in
+// report.json (the flags of the same names).
 func (p Plan) Validate() error {
 	var errs []error
-	positive := func(name string, vs []int) {
-		if len(vs) == 0 {
-			errs = append(errs, fmt.Errorf("%s: at least one value needed", name))
+	bad := func(path, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", path, fmt.Sprintf(format, args...)))
+	}
+	list := func(name string, vs []int, most int, needed bool) {
+		if needed && len(vs) == 0 {
+			bad(name, "at least one value needed")
 		}
-		for _, v := range vs {
-			if v < 1 {
-				errs = append(errs, fmt.Errorf("%s: %d is not a positive count", name, v))
+		if len(vs) > maxList {
+			bad(name, "%d values, over the limit of %d", len(vs), maxList)
+			return
+		}
+		for i, v := range vs {
+			if v < 1 || v > most {
+				bad(fmt.Sprintf("%s[%d]", name, i), "%d is not a count from 1 to %d", v, most)
 			}
 		}
 	}
-	positive("contexts", p.Contexts)
-	positive("concurrency", p.Concurrency)
-	if len(p.Burst) > 0 {
-		positive("burst", p.Burst)
+	list("contexts", p.Contexts, MaxTokens, true)
+	// A sweep of bursts or of rates alone has no closed-loop ladder.
+	list("concurrency", p.Concurrency, MaxConcurrency, len(p.Burst) == 0 && len(p.Rates) == 0)
+	list("burst", p.Burst, MaxConcurrency, false)
+	if p.Output < 2 || p.Output > MaxTokens {
+		bad("output_tokens", "from 2 (ITL needs two tokens) to %d needed, got %d", MaxTokens, p.Output)
 	}
-	if p.Output < 2 {
-		errs = append(errs, fmt.Errorf("output tokens: at least 2 needed (ITL needs two tokens), got %d", p.Output))
+	count := func(name string, v int, most float64) {
+		if v < 0 || float64(v) > most {
+			bad(name, "%d is not a count from 0 to %g", v, most)
+		}
 	}
-	if p.RequestsPerCell < 0 || p.CellDuration < 0 || p.Warmup < 0 {
-		errs = append(errs, errors.New("requests per cell, cell duration and warm-up must not be negative"))
+	count("requests_per_cell", p.RequestsPerCell, maxCount)
+	count("warmup", p.Warmup, maxCount)
+	count("max_in_flight", p.MaxInFlight, MaxConcurrency)
+	count("repeat", p.Repeat, maxRepeat)
+	seconds := func(name string, v float64) {
+		if !(v >= 0 && v <= maxSeconds) { // NaN fails
+			bad(name, "%g is not a number of seconds from 0 to %g", v, float64(maxSeconds))
+		}
 	}
-	for _, rate := range p.Rates {
-		if !(rate > 0) || math.IsInf(rate, 0) {
-			errs = append(errs, fmt.Errorf("rate: %g is not a positive number of requests per second", rate))
+	seconds("cell_duration_s", p.CellDuration)
+	seconds("burst_ttft_max_s", p.BurstTTFTMax)
+	if len(p.Rates) > maxList {
+		bad("rates", "%d values, over the limit of %d", len(p.Rates), maxList)
+	} else {
+		for i, rate := range p.Rates {
+			if !(rate > 0 && rate <= maxRate) {
+				bad(fmt.Sprintf("rates[%d]", i), "%g is not a number of requests per second from 0 to %g", rate, float64(maxRate))
+			}
 		}
 	}
 	if len(p.Rates) > 0 && p.Arrival != Constant && p.Arrival != Poisson {
-		errs = append(errs, fmt.Errorf("arrival: %q; want %s or %s", p.Arrival, Constant, Poisson))
+		bad("arrival", "%q; want %s or %s", p.Arrival, Constant, Poisson)
 	}
-	if p.InputSpread < 0 || p.OutputSpread < 0 || p.InputSpread > 2 || p.OutputSpread > 2 {
-		errs = append(errs, fmt.Errorf("length spread: %g and %g; want coefficients of variation from 0 to 2", p.InputSpread, p.OutputSpread))
+	for _, f := range []named[float64]{{"input_spread", p.InputSpread}, {"output_spread", p.OutputSpread}} {
+		if !(f.v >= 0 && f.v <= 2) {
+			bad(f.name, "%g; want a coefficient of variation from 0 to 2", f.v)
+		}
 	}
-	if p.MaxInFlight < 0 {
-		errs = append(errs, fmt.Errorf("max in flight: %d is negative", p.MaxInFlight))
+	if p.Search && (p.SearchMax < 2 || p.SearchMax > MaxConcurrency) {
+		bad("search_max", "the highest concurrency of a search must be from 2 to %d, got %d", MaxConcurrency, p.SearchMax)
 	}
-	if p.Repeat < 0 {
-		errs = append(errs, fmt.Errorf("repeat: %d is negative", p.Repeat))
+	if len(p.UseCases) > maxList {
+		bad("use_cases", "%d use cases, over the limit of %d", len(p.UseCases), maxList)
+	} else {
+		for i, u := range p.UseCases {
+			errs = append(errs, u.validate(fmt.Sprintf("use_cases[%d]", i)))
+		}
 	}
-	if p.Search && p.SearchMax < 2 {
-		errs = append(errs, fmt.Errorf("search: the highest concurrency must be at least 2, got %d", p.SearchMax))
+	return errors.Join(errs...)
+}
+
+// named is a field's value and its name in report.json, for checks of
+// several fields in their order.
+type named[T int | float64] struct {
+	name string
+	v    T
+}
+
+// validate checks a use case as a report holds it.
+func (u UseCase) validate(path string) error {
+	var errs []error
+	for _, f := range []named[int]{{"context", u.Context}, {"output", u.Output}} {
+		if f.v < 1 || f.v > MaxTokens {
+			errs = append(errs, fmt.Errorf("%s.%s: %d is not a length from 1 to %d", path, f.name, f.v, MaxTokens))
+		}
+	}
+	switch u.Statistic {
+	case "mean", "p50", "p90", "p95", "p99":
+	default:
+		errs = append(errs, fmt.Errorf("%s.statistic: %q; want mean, p50, p90, p95 or p99", path, u.Statistic))
+	}
+	for _, f := range []named[float64]{{"ttft_max_s", u.TTFTMax}, {"e2e_max_s", u.E2EMax}, {"itl_max_s", u.ITLMax}} {
+		if !(f.v >= 0 && f.v <= maxSeconds) {
+			errs = append(errs, fmt.Errorf("%s.%s: %g is not a number of seconds from 0 to %g", path, f.name, f.v, float64(maxSeconds)))
+		}
+	}
+	if !(u.DecodeMin >= 0 && u.DecodeMin <= maxTPS) {
+		errs = append(errs, fmt.Errorf("%s.decode_min_tps: %g is not a speed from 0 to %g tokens per second", path, u.DecodeMin, float64(maxTPS)))
 	}
 	return errors.Join(errs...)
 }

@@ -188,7 +188,9 @@ func (r *Report) measured(k Key) bool {
 	return false
 }
 
-// Load reads a report.json written by this version of headroom.
+// Load reads a report.json written by this version of headroom. Every
+// number is checked (validate), errors naming the field's path, and the
+// statistics and limits are derived from the cells.
 func Load(path string) (*Report, error) {
 	b, err := readRegular(path, maxReport)
 	if err != nil {
@@ -201,6 +203,12 @@ func Load(path string) (*Report, error) {
 	if r.Schema != Schema {
 		return nil, fmt.Errorf("bench report %s: schema %d, this headroom reads schema %d", path, r.Schema, Schema)
 	}
+	if err := r.validate(); err != nil {
+		return nil, fmt.Errorf("bench report %s: %w", path, err)
+	}
+	// What the file says of statistics and limits is derived anew from
+	// its cells: only those were checked.
+	r.Derive()
 	return &r, nil
 }
 

@@ -45,9 +45,13 @@ const (
 	legendSwatch, padRight = 38.0, 12.0
 )
 
+// maxTicks bounds an axis's ticks whatever its data: a report's numbers are
+// checked on load, but a chart is drawn of whatever it is given.
+const maxTicks = 12
+
 // ticks are round values covering 0..max.
 func ticks(max float64) []float64 {
-	if !(max > 0) {
+	if !(max > 0) || math.IsInf(max, 0) {
 		return []float64{0, 1}
 	}
 	raw := max / 5
@@ -59,17 +63,31 @@ func ticks(max float64) []float64 {
 			break
 		}
 	}
+	if !(step > 0) || math.IsInf(step, 0) { // max/5 underflowed or overflowed
+		return []float64{0, max}
+	}
 	var out []float64
-	for v := 0.0; v < max+step*0.999; v += step {
+	for v := 0.0; len(out) < maxTicks && !math.IsInf(v, 0); v += step {
 		out = append(out, v)
+		if v > max-step*0.001 {
+			break
+		}
 	}
 	return out
 }
 
-// logTicks are the powers of two from lo to hi: concurrency ladders double.
+// logTicks are powers of two from lo to hi: concurrency ladders double. A
+// span of more than maxTicks doublings takes every second, fourth, ...
+// power, so that the axis keeps at most maxTicks+1 ticks.
 func logTicks(lo, hi float64) []float64 {
+	first := math.Floor(math.Log2(lo))
+	every := math.Max(1, math.Ceil((math.Log2(hi)-first)/maxTicks))
 	var out []float64
-	for v := math.Pow(2, math.Floor(math.Log2(lo))); v <= hi*1.0001; v *= 2 {
+	for e := first; len(out) <= maxTicks; e += every {
+		v := math.Pow(2, e)
+		if math.IsInf(v, 0) || v > hi*1.0001 {
+			break
+		}
 		out = append(out, v)
 	}
 	return out
@@ -90,14 +108,14 @@ type xScale struct {
 func newXScale(xs []float64) xScale {
 	lo, hi := math.Inf(1), 0.0
 	for _, v := range xs {
-		if v > 0 {
+		if v > 0 && !math.IsInf(v, 0) {
 			lo = math.Min(lo, v)
+			hi = math.Max(hi, v)
 		}
-		hi = math.Max(hi, v)
 	}
 	if hi > 0 && hi/lo > 10 {
 		t := logTicks(lo, hi)
-		return xScale{ticks: t, log: true, lo: t[0], hi: t[len(t)-1]}
+		return xScale{ticks: t, log: true, lo: t[0], hi: math.Max(t[len(t)-1], hi)}
 	}
 	t := ticks(hi)
 	return xScale{ticks: t, hi: t[len(t)-1]}
@@ -106,7 +124,8 @@ func newXScale(xs []float64) xScale {
 // at is v's position from 0 to 1 along the axis.
 func (s xScale) at(v float64) float64 {
 	if s.log {
-		return math.Log(math.Max(v, s.lo)/s.lo) / math.Log(s.hi/s.lo)
+		// Differences of logarithms: hi/lo may overflow.
+		return (math.Log(math.Max(v, s.lo)) - math.Log(s.lo)) / (math.Log(s.hi) - math.Log(s.lo))
 	}
 	return v / s.hi
 }
@@ -121,6 +140,39 @@ func (c Chart) legendWidth() float64 {
 	return legendSwatch + legendChar*float64(longest) + padRight
 }
 
+func isFinite(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
+
+// finite is the series without its points (and their error bars) that
+// are not finite numbers. It copies: a chart's caller keeps its series.
+func (s Series) finite() Series {
+	pts, errs := s.Points[:0:0], s.Err[:0:0]
+	for i, p := range s.Points {
+		if !isFinite(p[0]) || !isFinite(p[1]) {
+			continue
+		}
+		pts = append(pts, p)
+		if i < len(s.Err) {
+			e := s.Err[i]
+			if !isFinite(e) {
+				e = 0
+			}
+			errs = append(errs, e)
+		}
+	}
+	s.Points, s.Err = pts, errs
+	return s
+}
+
+func finiteRules(rs []Rule) []Rule {
+	var out []Rule
+	for _, r := range rs {
+		if isFinite(r.At) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 // SVG renders the chart.
 func (c Chart) SVG() template.HTML {
 	var xs []float64
@@ -132,6 +184,12 @@ func (c Chart) SVG() template.HTML {
 		}
 		return 0
 	}
+	// A point that is no number has no place on the chart.
+	series := make([]Series, len(c.Series))
+	for i, s := range c.Series {
+		series[i] = s.finite()
+	}
+	c.Series = series
 	for _, s := range c.Series {
 		right += side(s.Right)
 		for i, p := range s.Points {
@@ -143,6 +201,7 @@ func (c Chart) SVG() template.HTML {
 			yMax[side(s.Right)] = math.Max(yMax[side(s.Right)], top)
 		}
 	}
+	c.HRules, c.VRules = finiteRules(c.HRules), finiteRules(c.VRules)
 	for _, r := range c.HRules {
 		yMax[side(r.Right)] = math.Max(yMax[side(r.Right)], r.At)
 	}
@@ -150,7 +209,8 @@ func (c Chart) SVG() template.HTML {
 		xs = append(xs, r.At)
 	}
 	xsc := newXScale(xs)
-	yt := [2][]float64{ticks(yMax[0] * 1.05), ticks(yMax[1] * 1.05)}
+	top := func(v float64) float64 { return math.Min(v*1.05, math.MaxFloat64) }
+	yt := [2][]float64{ticks(top(yMax[0])), ticks(top(yMax[1]))}
 	padR := c.legendWidth()
 	if right > 0 {
 		padR += 48 // the second axis's ticks and label

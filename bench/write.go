@@ -158,22 +158,23 @@ func (r *Report) Header() string {
 	return s
 }
 
-// WriteMarkdown writes the report's findings and tables.
+// WriteMarkdown writes the report's findings and tables. Every text in it
+// passes through md: a model id, a URL or an error is the server's text.
 func (r *Report) WriteMarkdown(w io.Writer) error {
 	var b strings.Builder
 	f := r.Findings()
-	fmt.Fprintf(&b, "# Benchmark report\n\n%s.\n\n", r.Header())
+	fmt.Fprintf(&b, "# Benchmark report\n\n%s.\n\n", md(r.Header()))
 	if h := r.Hardware; h != nil {
-		fmt.Fprintf(&b, "Hardware: %s.\n\n", h)
+		fmt.Fprintf(&b, "Hardware: %s.\n\n", md(h.String()))
 	}
 	fmt.Fprintf(&b, "## Highlights\n\n| | value | detail |\n|---|---|---|\n")
 	for _, h := range r.Highlights() {
-		fmt.Fprintf(&b, "| %s | %s | %s |\n", h.Label, h.Value, h.Detail)
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", md(h.Label), md(h.Value), md(h.Detail))
 	}
 	b.WriteString("\n")
 	fmt.Fprintf(&b, "## Key findings\n\n| finding | value |\n|---|---|\n")
 	fmt.Fprintf(&b, "| Peak system throughput | %.1f tok/s @ %d concurrent requests, %d context |\n", f.PeakThroughput, f.PeakAt.Concurrency, f.PeakAt.Context)
-	fmt.Fprintf(&b, "| TTFT single request | %s (%d context) -> %s (%d context) |\n", Units(f.TTFTShort, "s"), f.ShortCtx, Units(f.TTFTLong, "s"), f.LongCtx)
+	fmt.Fprintf(&b, "| TTFT single request | %s (%d context) -> %s (%d context) |\n", md(Units(f.TTFTShort, "s")), f.ShortCtx, md(Units(f.TTFTLong, "s")), f.LongCtx)
 	fmt.Fprintf(&b, "| Generation speed single request | %.1f tok/s (%d context) -> %.1f tok/s (%d context) |\n", f.DecodeShort, f.ShortCtx, f.DecodeLong, f.LongCtx)
 	fmt.Fprintf(&b, "| Throughput scaling | %.1fx from 1 to %d concurrent requests |\n", f.Scaling, f.PeakAt.Concurrency)
 	fmt.Fprintf(&b, "| Success rate | %.1f%% across %d requests |\n\n", 100*f.SuccessRate(), f.Requests)
@@ -181,11 +182,11 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	for _, u := range r.Plan.UseCases {
 		l, _ := r.limitFor(u.Name)
 		ttft, speed := u.Threshold()
-		fmt.Fprintf(&b, "| %s | %d/%d | %s | %s | %s | %s |\n", u.Name, u.Context, u.Output, ttft, speed, l, l.Breach)
+		fmt.Fprintf(&b, "| %s | %d/%d | %s | %s | %s | %s |\n", md(u.Name), u.Context, u.Output, md(ttft), md(speed), md(l.String()), md(l.Breach))
 	}
 	for _, u := range r.Plan.UseCases {
 		v := r.useCaseView(u)
-		fmt.Fprintf(&b, "\n## Capacity: %s (%s context, %d output tokens)\n\nThresholds: %s.\n\n", u.Name, ctxName(u.Context), u.Output, v.Thresholds)
+		fmt.Fprintf(&b, "\n## Capacity: %s (%s context, %d output tokens)\n\nThresholds: %s.\n\n", md(u.Name), ctxName(u.Context), u.Output, md(v.Thresholds))
 		if len(v.Levels) > 0 {
 			b.WriteString("| metric |")
 			for _, n := range v.Levels {
@@ -193,18 +194,22 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 			}
 			b.WriteString("\n|---|" + strings.Repeat("---|", len(v.Levels)) + "\n")
 			for _, row := range v.Rows {
-				fmt.Fprintf(&b, "| %s | %s |\n", row.Name, strings.Join(row.Values, " | "))
+				fmt.Fprintf(&b, "| %s |", md(row.Name))
+				for _, v := range row.Values {
+					fmt.Fprintf(&b, " %s |", md(v))
+				}
+				b.WriteString("\n")
 			}
 			b.WriteString("\n")
 		}
-		b.WriteString(strings.Join(v.Narrative, " ") + "\n")
+		b.WriteString(md(strings.Join(v.Narrative, " ")) + "\n")
 	}
 	levels := r.levels("closed")
 	for _, col := range Columns {
 		if !r.Has(col, "closed") {
 			continue
 		}
-		fmt.Fprintf(&b, "\n## %s (%s)\n\n| context |", col.Title, col.Unit)
+		fmt.Fprintf(&b, "\n## %s (%s)\n\n| context |", md(col.Title), md(col.Unit))
 		for _, n := range levels {
 			fmt.Fprintf(&b, " n=%d |", n)
 		}
@@ -216,7 +221,7 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 				if c, ok := r.Cell(Key{Mode: "closed", Context: ctx, Output: r.Plan.Output, Concurrency: n}); ok {
 					cell, _ = col.Text(c)
 				}
-				fmt.Fprintf(&b, " %s |", cell)
+				fmt.Fprintf(&b, " %s |", md(cell))
 			}
 			b.WriteString("\n")
 		}
@@ -224,9 +229,18 @@ func (r *Report) WriteMarkdown(w io.Writer) error {
 	if len(r.SafeQueue) > 0 {
 		fmt.Fprintf(&b, "\n## Max safe queue depth (bursts)\n\n| context | TTFT limit | depth |\n|---|---|---|\n")
 		for _, d := range r.SafeQueue {
-			fmt.Fprintf(&b, "| %d | %gs | %s |\n", d.Context, d.TTFTMax, d.Text())
+			fmt.Fprintf(&b, "| %d | %gs | %s |\n", d.Context, d.TTFTMax, md(d.Text()))
 		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }
+
+// mdEscaper makes a text inert in Markdown rendered to HTML: a model id of
+// "<script>…</script>" once ran in a renderer (issue 37). HTML's special
+// characters become entities, which every renderer shows as text; |
+// cannot end a table's cell, brackets make no link, a newline no new
+// block; the backslash that escapes them is escaped itself.
+var mdEscaper = strings.NewReplacer(`\`, `\\`, "&", "&amp;", "<", "&lt;", ">", "&gt;", "|", `\|`, "[", `\[`, "]", `\]`, "`", "\\`", "\n", " ", "\r", " ")
+
+func md(s string) string { return mdEscaper.Replace(s) }

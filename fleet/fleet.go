@@ -64,7 +64,8 @@ func New(logger *slog.Logger, reg prometheus.Registerer, shard Shard) (*Fleet, e
 // Start makes discovery's manager for ctx; run runs it until ctx ends, and
 // Updates then delivers what it finds. Call it once, before Discover.
 func (f *Fleet) Start(ctx context.Context) (run func(), err error) {
-	f.mgr = discovery.NewManager(ctx, f.logger.With("component", "discovery"), f.reg, f.metrics, discovery.Name("headroom"))
+	logger := slog.New(quietHandler(f.logger.Handler(), quietFor)).With("component", "discovery")
+	f.mgr = discovery.NewManager(ctx, logger, f.reg, f.metrics, discovery.Name("headroom"))
 	if f.mgr == nil { // it logged why: its metrics would not register
 		return nil, errors.New("start discovery: the manager's metrics would not register")
 	}
@@ -76,7 +77,7 @@ func (f *Fleet) Start(ctx context.Context) (run func(), err error) {
 func (f *Fleet) Discover(cfg *config.Config) error {
 	sets := map[string]discovery.Configs{}
 	for i, d := range cfg.Discovery {
-		sets[source(i)] = d.Configs()
+		sets[source(i)] = bounded(d.Configs())
 	}
 	// Entries that a reload removed get none, so their providers stop.
 	for _, name := range f.sets {

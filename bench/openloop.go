@@ -93,13 +93,24 @@ func (r *Runner) openLoop(ctx context.Context, p Plan, k Key) (Cell, error) {
 	defer timer.Stop()
 	start := time.Now()
 	draw := newLengths(p, k)
+	cctx, stall := watch(ctx, k, sc)
+	// stop ends the cell early: ctx's end, or a stall.
+	stop := func() (Cell, error) {
+		wg.Wait()
+		if err := stall.done(); err != nil {
+			return Cell{}, err
+		}
+		return Cell{}, ctx.Err()
+	}
 	for i := range n {
-		pr := r.prepare(ctx, sc, draw) // before its time: prompt building is not the server's latency
+		pr := r.prepare(cctx, sc, draw) // before its time: prompt building is not the server's latency
+		if res, failed := pr.Failed(); failed {
+			stall.see(res)
+		}
 		timer.Reset(time.Until(start.Add(at[i])))
 		select {
-		case <-ctx.Done():
-			wg.Wait()
-			return Cell{}, ctx.Err()
+		case <-cctx.Done():
+			return stop()
 		case <-timer.C:
 		}
 		select {
@@ -108,21 +119,24 @@ func (r *Runner) openLoop(ctx context.Context, p Plan, k Key) (Cell, error) {
 			held++
 			select {
 			case slots <- struct{}{}:
-			case <-ctx.Done():
-				wg.Wait()
-				return Cell{}, ctx.Err()
+			case <-cctx.Done():
+				return stop()
 			}
 		}
 		sent = append(sent, time.Now())
 		wg.Go(func() {
 			defer func() { <-slots }()
-			res := r.Prober.Send(ctx, pr)
+			res := r.Prober.Send(cctx, pr)
+			stall.see(res)
 			mu.Lock()
 			results = append(results, res)
 			mu.Unlock()
 		})
 	}
 	wg.Wait()
+	if err := stall.done(); err != nil {
+		return Cell{}, err
+	}
 	if ctx.Err() != nil {
 		return Cell{}, ctx.Err()
 	}

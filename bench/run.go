@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -48,6 +49,12 @@ func NewClient(streams int) *http.Client {
 // ErrOtherServer refuses to resume a report measured elsewhere.
 var ErrOtherServer = errors.New("report was measured against another server or time scale")
 
+// ErrStalled ends a sweep whose server gave no answer within a request's
+// deadline where one is certain: the model list and tokenizer, a prompt's
+// sizing, a warm-up request sent alone, or every request of a cell. A
+// sweep that went on would wait out the deadline of every request left.
+var ErrStalled = errors.New("the server stalled")
+
 // Run completes the report's plan: the cells it lacks, then, with Search, the
 // cells that narrow each use case's limit, saving after each. When ctx ends it
 // stops between cells' requests: finished cells stay in the report, the cell
@@ -60,7 +67,7 @@ func (r *Runner) Run(ctx context.Context, rep *Report) error {
 		case err != nil:
 			r.Logger.Warn("server metrics unreadable: no queue wait, time scale taken as 1", "err", err)
 		default:
-			if l.TimeScale > 0 {
+			if l.TimeScale > 0 && l.TimeScale <= maxTimeScale {
 				r.scale = l.TimeScale
 			}
 			if l.Engine != "" {
@@ -84,16 +91,20 @@ func (r *Runner) Run(ctx context.Context, rep *Report) error {
 	if r.scale != 1 {
 		r.Logger.Info("server is a time-scaled simulator: times and rates are reported in simulated time", "time_scale", r.scale)
 	}
-	if err := r.Prober.Resolve(ctx); err != nil {
-		return fmt.Errorf("resolve model: %w", err)
-	}
-	rep.Target.Model = r.Prober.Model()
 	var todo []Key
 	for _, k := range rep.Plan.Cells() {
 		if !rep.measured(k) {
 			todo = append(todo, k)
 		}
 	}
+	first := Key{Mode: "closed", Context: 1, Output: 1, Concurrency: 1}
+	if cells := append(slices.Clone(todo), rep.Plan.Cells()...); len(cells) > 0 {
+		first = cells[0]
+	}
+	if err := r.resolve(ctx, rep.Plan, first); err != nil {
+		return err
+	}
+	rep.Target.Model = r.Prober.Model()
 	r.Progress.Start(rep.Plan, todo)
 	for _, k := range todo {
 		if err := r.cell(ctx, rep, k); err != nil {
@@ -109,6 +120,72 @@ func (r *Runner) Run(ctx context.Context, rep *Report) error {
 	}
 	rep.Complete = true
 	return r.save(rep)
+}
+
+// resolve finds the model and the tokenizer within the deadline of the
+// first cell's requests.
+func (r *Runner) resolve(ctx context.Context, p Plan, first Key) error {
+	deadline := r.scenario(p, first).Timeout
+	rctx, cancel := context.WithTimeout(ctx, deadline)
+	defer cancel()
+	err := r.Prober.Resolve(rctx)
+	if ctx.Err() == nil && errors.Is(rctx.Err(), context.DeadlineExceeded) {
+		// A tokenizer that never answered leaves no error: the deadline says it.
+		return fmt.Errorf("%w: the model list and tokenizer gave no answer within %s (the deadline of a request of cell %s)", ErrStalled, deadline, first)
+	}
+	if err != nil {
+		return fmt.Errorf("resolve model: %w", err)
+	}
+	return nil
+}
+
+// stalled is the error that ends a sweep when res, the request of a cell
+// that had to answer, ran out of its deadline; nil for another result.
+func stalled(what string, k Key, sc probe.Scenario, res probe.Result) error {
+	if res.Outcome != probe.Timeout {
+		return nil
+	}
+	return fmt.Errorf("%w: %s of cell %s gave no answer within its deadline of %s: %v", ErrStalled, what, k, sc.Timeout, res.Err)
+}
+
+// stallWatch ends a cell at the first request that runs out of its
+// deadline before any request of the cell succeeded: requests sent
+// together that all time out together say that the server answers
+// nothing, and a closed loop would send its next round to wait as long.
+type stallWatch struct {
+	k      Key
+	sc     probe.Scenario
+	cancel context.CancelFunc
+	mu     sync.Mutex
+	ok     bool
+	err    error
+}
+
+// watch returns a context for the cell's requests and its watch.
+func watch(ctx context.Context, k Key, sc probe.Scenario) (context.Context, *stallWatch) {
+	cctx, cancel := context.WithCancel(ctx)
+	return cctx, &stallWatch{k: k, sc: sc, cancel: cancel}
+}
+
+func (w *stallWatch) see(res probe.Result) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case res.Outcome == probe.Success:
+		w.ok = true
+	case !w.ok && w.err == nil:
+		if w.err = stalled("a request", w.k, w.sc, res); w.err != nil {
+			w.cancel()
+		}
+	}
+}
+
+// done releases the cell's context; its error is the stall seen, if any.
+func (w *stallWatch) done() error {
+	w.cancel()
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.err
 }
 
 // search narrows a use case's limit: exponential steps, then bisection,
@@ -141,10 +218,15 @@ func (r *Runner) search(ctx context.Context, rep *Report, u UseCase) error {
 // cell measures one cell, warming its lengths first, and saves the report.
 func (r *Runner) cell(ctx context.Context, rep *Report, k Key) error {
 	if lengths := [2]int{k.Context, k.Output}; !r.warmed[lengths] && rep.Plan.Warmup > 0 {
+		sc := r.scenario(rep.Plan, k)
 		for range rep.Plan.Warmup {
-			res := r.Prober.Probe(ctx, r.scenario(rep.Plan, k))
+			res := r.Prober.Send(ctx, r.prepare(ctx, sc, nil))
 			if ctx.Err() != nil {
 				return ctx.Err()
+			}
+			// Sent alone: a server that does not answer it answers nothing.
+			if err := stalled("a warm-up request", k, sc, res); err != nil {
+				return err
 			}
 			if res.Outcome != probe.Success {
 				r.Logger.Warn("warm-up request failed", "cell", k.String(), "result", res.Outcome, "err", res.Err)
@@ -181,15 +263,18 @@ func (r *Runner) scenario(p Plan, k Key) probe.Scenario {
 
 // prepare builds a request of the cell's lengths, or of lengths drawn around
 // them, sized by the server's tokenizer at its own length as every probe is;
-// its timeout grows with its lengths.
+// its timeout grows with its lengths. The sizing's requests have the
+// request's deadline: a server that never answers them would otherwise
+// hold the sweep for ever.
 func (r *Runner) prepare(ctx context.Context, sc probe.Scenario, draw *lengths) *probe.Prepared {
-	if draw == nil {
-		return r.Prober.Prepare(ctx, sc)
+	if draw != nil {
+		in, out := draw.draw()
+		grow := max(1, float64(in)/float64(sc.InputTokens), float64(out)/float64(sc.OutputTokens))
+		sc.InputTokens, sc.OutputTokens, sc.Timeout = in, out, time.Duration(float64(sc.Timeout)*grow)
 	}
-	in, out := draw.draw()
-	grow := max(1, float64(in)/float64(sc.InputTokens), float64(out)/float64(sc.OutputTokens))
-	sc.InputTokens, sc.OutputTokens, sc.Timeout = in, out, time.Duration(float64(sc.Timeout)*grow)
-	return r.Prober.Prepare(ctx, sc)
+	pctx, cancel := context.WithTimeout(ctx, sc.Timeout)
+	defer cancel()
+	return r.Prober.Prepare(pctx, sc)
 }
 
 // reading is the server's and the GPUs' counters at one moment.
@@ -240,22 +325,24 @@ func (r *Runner) measure(ctx context.Context, p Plan, k Key) (Cell, error) {
 	go1 := make(chan struct{})
 	ready.Add(k.Concurrency)
 	draw := newLengths(p, k)
+	cctx, stall := watch(ctx, k, sc)
 	next := func() *probe.Prepared {
 		if total > 0 && taken.Add(1) > total {
 			return nil
 		}
-		return r.prepare(ctx, sc, draw)
+		return r.prepare(cctx, sc, draw)
 	}
 	for range k.Concurrency {
 		wg.Go(func() {
 			pr := next()
 			ready.Done()
 			<-go1
-			for pr != nil && ctx.Err() == nil {
+			for pr != nil && cctx.Err() == nil {
 				if total == 0 && time.Since(start) >= wallLimit {
 					return
 				}
-				res := r.Prober.Send(ctx, pr)
+				res := r.Prober.Send(cctx, pr)
+				stall.see(res)
 				mu.Lock()
 				results = append(results, res)
 				mu.Unlock()
@@ -270,6 +357,9 @@ func (r *Runner) measure(ctx context.Context, p Plan, k Key) (Cell, error) {
 	start = time.Now()
 	close(go1)
 	wg.Wait()
+	if err := stall.done(); err != nil {
+		return Cell{}, err
+	}
 	if ctx.Err() != nil {
 		return Cell{}, ctx.Err()
 	}

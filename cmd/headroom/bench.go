@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -194,6 +195,9 @@ func (c *benchCmd) plan() (bench.Plan, *config.Config, error) {
 	if p.Rates, err = parseFloats("rate", c.rates); err != nil {
 		errs = append(errs, err)
 	}
+	if err := config.CheckBaseURL(c.target.URL); err != nil {
+		errs = append(errs, fmt.Errorf("--url: %w", err))
+	}
 	if c.energyPrice < 0 {
 		errs = append(errs, fmt.Errorf("--energy-price: %g is negative", c.energyPrice))
 	}
@@ -218,14 +222,23 @@ func (c *benchCmd) run() int {
 		fmt.Fprintln(os.Stderr, "headroom bench:", err)
 		return 1
 	}
+	if w := config.V1Warning(c.target.URL); w != "" {
+		logger.Warn("--url", "problem", w)
+	}
 	if c.target.MetricsURL == "" {
-		c.target.MetricsURL = strings.TrimRight(c.target.URL, "/") + "/metrics"
+		c.target.MetricsURL, _ = url.JoinPath(c.target.URL, "/metrics") // --url was checked
 	}
 	key, keyErr := c.target.APIKey()
+	// The key goes to the metrics page on the API's own origin only, as the
+	// daemon's metrics_url rule has it.
+	metricsKey := ""
+	if a, b := parseURL(c.target.URL), parseURL(c.target.MetricsURL); a != nil && b != nil && a.Scheme == b.Scheme && a.Host == b.Host {
+		metricsKey = key
+	}
 	if c.dryRun { // sends nothing: without its key, it reads no time scale either
 		scale := 1.0
 		if keyErr == nil {
-			scale = c.timeScale(logger, key)
+			scale = c.timeScale(logger, metricsKey)
 		}
 		bench.DryRun(os.Stdout, plan, assumed, scale, func(k bench.Key) bool {
 			if prev == nil {
@@ -266,9 +279,9 @@ func (c *benchCmd) run() int {
 		Save:     func(rep *bench.Report) error { return rep.Save(path) },
 	}
 	if c.target.Engine != "none" {
-		metricsClient := &http.Client{Timeout: 10 * time.Second}
+		metricsClient := &http.Client{Timeout: 10 * time.Second, CheckRedirect: probe.SameOrigin}
 		r.Scrape = func(ctx context.Context) (engine.Load, error) {
-			return engine.Scrape(ctx, metricsClient, c.target.MetricsURL, key, c.target.Engine)
+			return engine.Scrape(ctx, metricsClient, c.target.MetricsURL, metricsKey, c.target.Engine)
 		}
 	}
 	if src := openPower(logger, cfg.Power); src != nil {
@@ -286,6 +299,9 @@ func (c *benchCmd) run() int {
 	case errors.Is(runErr, context.Canceled):
 		logger.Warn("bench interrupted: finished cells kept; run the same command again to resume", "cells", len(rep.Cells), "report", path)
 		code = 130
+	case errors.Is(runErr, bench.ErrStalled):
+		logger.Error("bench stopped: the server stalled; finished cells kept, run the same command again to resume", "err", runErr, "cells", len(rep.Cells), "report", path)
+		code = 1
 	default:
 		logger.Error("bench", "err", runErr)
 		code = 1
@@ -317,7 +333,7 @@ func (c *benchCmd) timeScale(logger *slog.Logger, key string) float64 {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	l, err := engine.Scrape(ctx, &http.Client{}, c.target.MetricsURL, key, c.target.Engine)
+	l, err := engine.Scrape(ctx, &http.Client{CheckRedirect: probe.SameOrigin}, c.target.MetricsURL, key, c.target.Engine)
 	if err != nil {
 		logger.Info("server metrics unreadable: durations assume a real server", "err", err)
 		return 1
@@ -340,6 +356,15 @@ func (c *benchCmd) report(prev *bench.Report, plan bench.Plan) (*bench.Report, e
 	}
 	prev.Plan, prev.Complete, prev.Tool, prev.EnergyPrice = plan, false, toolVersion(), c.energyPrice
 	return prev, nil
+}
+
+// parseURL is u parsed, nil when it does not parse.
+func parseURL(u string) *url.URL {
+	p, err := url.Parse(u)
+	if err != nil {
+		return nil
+	}
+	return p
 }
 
 func maxInt(vs []int) int {

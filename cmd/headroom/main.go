@@ -19,10 +19,12 @@ type settings struct {
 	ConfigFile    string `env:"CONFIG_FILE" envDefault:"headroom.yml"`
 	ListenAddress string `env:"WEB_LISTEN_ADDRESS" envDefault:":9835"`
 	WebConfigFile string `env:"WEB_CONFIG_FILE"`
-	LogLevel      string `env:"LOG_LEVEL" envDefault:"info"`
-	LogFormat     string `env:"LOG_FORMAT" envDefault:"logfmt"`
-	ShardCount    int    `env:"SHARD_COUNT" envDefault:"1"`
-	ShardIndex    string `env:"SHARD_INDEX" envDefault:"0"`
+	// WebEnableLifecycle: --web.enable-lifecycle.
+	WebEnableLifecycle bool   `env:"WEB_ENABLE_LIFECYCLE"`
+	LogLevel           string `env:"LOG_LEVEL" envDefault:"info"`
+	LogFormat          string `env:"LOG_FORMAT" envDefault:"logfmt"`
+	ShardCount         int    `env:"SHARD_COUNT" envDefault:"1"`
+	ShardIndex         string `env:"SHARD_INDEX" envDefault:"0"`
 }
 
 func main() {
@@ -39,7 +41,8 @@ func run(args []string) int {
 	app := kingpin.New("headroom", "Prometheus exporter and SLO capacity monitor for LLM inference servers.")
 	app.Version(version.Print("headroom"))
 	app.HelpFlag.Short('h')
-	logCfg := &promslog.Config{Level: promslog.NewLevel(), Format: promslog.NewFormat()}
+	// Writer: the process's stderr when run, not when promslog was loaded.
+	logCfg := &promslog.Config{Level: promslog.NewLevel(), Format: promslog.NewFormat(), Writer: os.Stderr}
 	app.Flag("log.level", "Only log messages with the given severity or above: debug, info, warn, error. Env: HEADROOM_LOG_LEVEL.").
 		Default(s.LogLevel).SetValue(logCfg.Level)
 	app.Flag("log.format", "Output format of log messages: logfmt, json. Env: HEADROOM_LOG_FORMAT.").

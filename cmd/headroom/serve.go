@@ -40,6 +40,10 @@ type webFlags struct {
 	listen        []string
 	webConfigFile string
 	systemdSocket bool
+	// lifecycle enables POST /-/reload, off by default as Prometheus's
+	// --web.enable-lifecycle: an endpoint that changes the daemon's state
+	// is opt-in.
+	lifecycle bool
 }
 
 func addWebFlags(cmd *kingpin.CmdClause, s settings) *webFlags {
@@ -48,6 +52,8 @@ func addWebFlags(cmd *kingpin.CmdClause, s settings) *webFlags {
 		Default(s.ListenAddress).StringsVar(&w.listen)
 	cmd.Flag("web.config.file", "Path to a web configuration file enabling TLS or basic auth (exporter-toolkit format). Env: HEADROOM_WEB_CONFIG_FILE.").
 		Default(s.WebConfigFile).StringVar(&w.webConfigFile)
+	cmd.Flag("web.enable-lifecycle", "Enable reloading the configuration via HTTP POST /-/reload (cross-site browser requests are refused). SIGHUP reloads either way. Env: HEADROOM_WEB_ENABLE_LIFECYCLE.").
+		Default(fmt.Sprint(s.WebEnableLifecycle)).BoolVar(&w.lifecycle)
 	return w
 }
 
@@ -233,14 +239,15 @@ func (d *daemon) warn(cfg *config.Config) {
 	}
 }
 
-func (d *daemon) handler() http.Handler {
+// handler serves the daemon's pages; lifecycle enables /-/reload.
+func (d *daemon) handler(lifecycle bool) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(d.reg, promhttp.HandlerOpts{EnableOpenMetrics: true, ErrorLog: slog.NewLogLogger(d.logger.Handler(), slog.LevelError)}))
 	mux.HandleFunc("/api/v1/status", d.status)
 	mux.HandleFunc("/status", d.statusPage)
 	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "Healthy") })
 	mux.HandleFunc("/-/ready", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "Ready") })
-	mux.HandleFunc("/-/reload", func(w http.ResponseWriter, r *http.Request) {
+	mux.Handle("/-/reload", reloadGuard(lifecycle, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost && r.Method != http.MethodPut {
 			w.Header().Set("Allow", "POST, PUT")
 			http.Error(w, "use POST or PUT", http.StatusMethodNotAllowed)
@@ -257,9 +264,24 @@ func (d *daemon) handler() http.Handler {
 			return
 		}
 		fmt.Fprintln(w, "Reloaded")
-	})
+	})))
 	mux.HandleFunc("/", d.landing)
 	return mux
+}
+
+// reloadGuard answers 403 for /-/reload unless the lifecycle API is
+// enabled, as Prometheus does, and even then refuses a browser's
+// cross-site request (net/http's CrossOriginProtection reads Sec-Fetch-Site
+// and Origin): a page elsewhere could otherwise POST a form or a
+// text/plain fetch to a daemon on localhost. Clients that send neither
+// header (curl, a config reloader sidecar) pass.
+func reloadGuard(lifecycle bool, next http.Handler) http.Handler {
+	if !lifecycle {
+		return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			http.Error(w, "Lifecycle API is not enabled: start headroom with --web.enable-lifecycle, or send SIGHUP", http.StatusForbidden)
+		})
+	}
+	return http.NewCrossOriginProtection().Handler(next)
 }
 
 // serve binds its listeners, starts probing and the web server, and blocks
@@ -326,7 +348,7 @@ func (d *daemon) serve(ctx context.Context, wf *webFlags, ready func([]net.Addr)
 		}
 	})
 
-	srv := &http.Server{Handler: d.handler(), ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: d.handler(wf.lifecycle), ReadHeaderTimeout: 10 * time.Second}
 	addrs := make([]net.Addr, len(listeners))
 	for i, l := range listeners {
 		addrs[i] = l.Addr()
@@ -397,6 +419,9 @@ func (d *daemon) landing(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(&b, "<li>%s%s: %s</li>", html.EscapeString(t.Name), pool, html.EscapeString(t.URL))
 	}
 	b.WriteString("</ul>")
+	// Not among the toolkit's links: it prefixes each with a slash, which
+	// made this one /https://github.com/... on the daemon itself.
+	b.WriteString(`<p><a href="https://github.com/headroom-dev/headroom/tree/main/docs">Documentation</a></p>`)
 	page, err := web.NewLandingPage(web.LandingConfig{
 		Name:        "headroom",
 		Description: "Prometheus exporter and SLO capacity monitor for LLM inference servers",
@@ -405,7 +430,6 @@ func (d *daemon) landing(w http.ResponseWriter, r *http.Request) {
 			{Address: "/status", Text: "Capacity status", Description: "per target and use case: capacity, load, headroom and the curves behind them"},
 			{Address: "/metrics", Text: "Metrics"},
 			{Address: "/api/v1/status", Text: "Capacity status (JSON)"},
-			{Address: "https://github.com/headroom-dev/headroom/tree/main/docs", Text: "Documentation"},
 			{Address: "/-/healthy", Text: "Health"},
 		},
 		ExtraHTML: b.String(),

@@ -58,7 +58,7 @@ func startShard(t *testing.T, cfgFile string, shard fleet.Shard) (string, *syncW
 	addr := make(chan net.Addr, 1)
 	done := make(chan int)
 	go func() {
-		done <- d.serve(ctx, &webFlags{listen: []string{"127.0.0.1:0"}}, func(a []net.Addr) { addr <- a[0] })
+		done <- d.serve(ctx, &webFlags{listen: []string{"127.0.0.1:0"}, lifecycle: true}, func(a []net.Addr) { addr <- a[0] })
 	}()
 	t.Cleanup(func() {
 		cancel()

@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -50,9 +49,10 @@ func NewClient(streams int) *http.Client {
 var ErrOtherServer = errors.New("report was measured against another server or time scale")
 
 // ErrStalled ends a sweep whose server gave no answer within a request's
-// deadline where one is certain: the model list and tokenizer, a prompt's
-// sizing, a warm-up request sent alone, or every request of a cell. A
-// sweep that went on would wait out the deadline of every request left.
+// deadline where one was due: the model list and tokenizer, a prompt's
+// sizing, a warm-up request sent alone, or the first request of a cell to
+// end, before any of the cell succeeded. A sweep that went on would wait
+// out the deadline of every request left.
 var ErrStalled = errors.New("the server stalled")
 
 // Run completes the report's plan: the cells it lacks, then, with Search, the
@@ -98,7 +98,9 @@ func (r *Runner) Run(ctx context.Context, rep *Report) error {
 		}
 	}
 	first := Key{Mode: "closed", Context: 1, Output: 1, Concurrency: 1}
-	if cells := append(slices.Clone(todo), rep.Plan.Cells()...); len(cells) > 0 {
+	if cells := rep.Plan.Cells(); len(todo) > 0 {
+		first = todo[0]
+	} else if len(cells) > 0 {
 		first = cells[0]
 	}
 	if err := r.resolve(ctx, rep.Plan, first); err != nil {

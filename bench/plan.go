@@ -133,7 +133,7 @@ func (u UseCase) Margin(c *Cell) float64 {
 // no measurement of any server, and a concurrency of 2^62 once seeded a
 // capacity of 9.22e18 (issue 37).
 const (
-	MaxTokens      = 1 << 24 // a context or output length
+	MaxTokens      = config.MaxTokens // a context or output length
 	MaxConcurrency = 1 << 16 // requests in flight from one client
 	maxRate        = 1e6     // requests per second
 	maxRepeat      = 1000

@@ -119,6 +119,10 @@ type Power struct {
 	DCGMURL string `yaml:"dcgm_url"`
 }
 
+// MaxTokens bounds a context or output length, here and in bench reports:
+// a prompt is built of that many tokens' words, and 2^62 filled memory.
+const MaxTokens = 1 << 24
+
 // maxDecodeTPS bounds decode_min_tps: no stream decodes a million tokens a
 // second.
 const maxDecodeTPS = 1e6
@@ -447,11 +451,11 @@ func (c *Config) Validate() error {
 	for i, s := range c.Scenarios {
 		p := scenarioName(i, s.Name)
 		scen[s.Name] = true
-		if s.InputTokens < 16 {
-			bad(p+".input_tokens", "must be at least 16, got %d", s.InputTokens)
+		if s.InputTokens < 16 || s.InputTokens > MaxTokens {
+			bad(p+".input_tokens", "must be from 16 to %d, got %d", MaxTokens, s.InputTokens)
 		}
-		if s.OutputTokens < 2 {
-			bad(p+".output_tokens", "must be at least 2 (ITL needs two tokens), got %d", s.OutputTokens)
+		if s.OutputTokens < 2 || s.OutputTokens > MaxTokens {
+			bad(p+".output_tokens", "must be from 2 (ITL needs two tokens) to %d, got %d", MaxTokens, s.OutputTokens)
 		}
 		if s.Interval < time.Second {
 			bad(p+".interval", "must be at least 1s, got %s", s.Interval)

@@ -112,7 +112,7 @@ func TestParseErrorsNamePath(t *testing.T) {
 		{base + "calibration: {enabled: true, max_burst: 1}\n", "calibration.max_burst: must be in [2, 64], got 1"},
 		{base + "max_in_flight: 4\ncalibration: {enabled: true, max_burst: 6}\n", "calibration.max_burst: must not exceed max_in_flight (4), got 6"},
 		{base + "max_in_flight: 1\ncalibration: {enabled: true}\n", "calibration.max_burst: must not exceed max_in_flight (1), got 2"},
-		{base + "scenarios:\n  - name: s\n    input_tokens: 1024\n    output_tokens: 1\n", "scenarios[0].output_tokens: must be at least 2"},
+		{base + "scenarios:\n  - name: s\n    input_tokens: 1024\n    output_tokens: 1\n", "scenarios[0].output_tokens: must be from 2"},
 		{base + "scenarios:\n  - name: s\n    input_tokens: 1024\n    output_tokens: 8\n    cache: tepid\n", "scenarios[0].cache: must be cold or warm"},
 		{base + "use_cases:\n  - name: u\n    scenario: nope\n    ttft_max: 1s\n", "use_cases[0].scenario: no scenario named \"nope\""},
 		{base + "use_cases:\n  - name: u\n    scenario: ctx-1k\n    statistic: p42\n    ttft_max: 1s\n", "use_cases[0].statistic"},
@@ -137,6 +137,8 @@ func TestParseErrorsNamePath(t *testing.T) {
 		{"targets:\n  - {name: " + strings.Repeat("x", 100_000) + ", url: 'http://h'}\n", "targets[0].name: a label value of at most 1024 bytes of UTF-8 is needed, got 100000 bytes"},
 		{"targets:\n  - {name: a, url: 'http://h', pool: " + strings.Repeat("p", 2000) + "}\n", "targets[0].pool: a label value of at most 1024 bytes"},
 		{"targets:\n  - {name: a, url: 'http://h', model: " + strings.Repeat("m", 2000) + "}\n", "targets[0].model: a label value of at most 1024 bytes"},
+		{base + "scenarios:\n  - name: s\n    input_tokens: 4611686018427387904\n    output_tokens: 8\n", "scenarios[0].input_tokens: must be from 16 to 16777216, got 4611686018427387904"},
+		{base + "scenarios:\n  - name: s\n    input_tokens: 1024\n    output_tokens: 16777217\n", "scenarios[0].output_tokens: must be from 2 (ITL needs two tokens) to 16777216"},
 		{base + "use_cases:\n  - name: u\n    scenario: ctx-1k\n    decode_min_tps: .nan\n", "use_cases[0].decode_min_tps: must be a number from 0 to 1e+06, got NaN"},
 		{base + "use_cases:\n  - name: u\n    scenario: ctx-1k\n    decode_min_tps: .inf\n", "use_cases[0].decode_min_tps: must be a number from 0 to 1e+06, got +Inf"},
 	}

@@ -134,8 +134,8 @@ func (u UseCase) Margin(c *Cell) float64 {
 // capacity of 9.22e18 (issue 37).
 const (
 	MaxTokens      = config.MaxTokens // a context or output length
-	MaxConcurrency = 1 << 16 // requests in flight from one client
-	maxRate        = 1e6     // requests per second
+	MaxConcurrency = 1 << 16          // requests in flight from one client
+	maxRate        = 1e6              // requests per second
 	maxRepeat      = 1000
 	maxList        = 64 // values of one list: contexts, levels, bursts, rates, use cases
 	maxSeconds     = 1e7

@@ -1,8 +1,10 @@
 package capacity
 
 import (
+	"cmp"
 	"container/heap"
 	"math"
+	"slices"
 )
 
 // rounds is how many requests each slot of the reports' closed loop serves
@@ -78,20 +80,50 @@ func (tw twin) closed(n int) cell {
 	for range twinPasses {
 		var done []twinReq
 		c, done = tw.run(n, batch)
-		batch = map[[2]int]float64{}
-		for _, r := range done {
-			b := 1 + tw.running
-			if span := r.end - r.first; span > 0 {
-				for _, o := range done {
-					if o != r {
-						b += math.Max(0, math.Min(r.end, o.end)-math.Max(r.first, o.first)) / span
-					}
-				}
-			}
-			batch[[2]int{r.slot, r.round}] = b
-		}
+		batch = decodeBatches(done, tw.running)
 	}
 	return c
+}
+
+// decodeBatches is each request's mean decode batch: itself, production's
+// running requests and, for each other request, the share of its decode it
+// decoded beside it. With D(t) the requests decoding at t and F its
+// integral, a request decoding from a to b shares F(b) - F(a) - (b - a)
+// request-seconds with the others: one sweep over the sorted starts and
+// ends, not a comparison of every pair.
+func decodeBatches(done []twinReq, running float64) map[[2]int]float64 {
+	type edge struct {
+		t float64
+		d int
+	}
+	edges := make([]edge, 0, 2*len(done))
+	for _, r := range done {
+		edges = append(edges, edge{r.first, 1}, edge{r.end, -1})
+	}
+	slices.SortFunc(edges, func(a, b edge) int { return cmp.Compare(a.t, b.t) })
+	ts := make([]float64, len(edges))
+	fs := make([]float64, len(edges)) // F at each edge's time
+	decoding, f := 0, 0.0
+	for i, e := range edges {
+		if i > 0 {
+			f += float64(decoding) * (e.t - edges[i-1].t)
+		}
+		ts[i], fs[i] = e.t, f
+		decoding += e.d
+	}
+	at := func(t float64) float64 {
+		i, _ := slices.BinarySearch(ts, t)
+		return fs[min(i, len(fs)-1)]
+	}
+	out := make(map[[2]int]float64, len(done))
+	for _, r := range done {
+		b := 1 + running
+		if span := r.end - r.first; span > 0 {
+			b += math.Max(0, at(r.end)-at(r.first)-span) / span
+		}
+		out[[2]int{r.slot, r.round}] = b
+	}
+	return out
 }
 
 // twinPasses is how many passes closed makes: the batches move little after

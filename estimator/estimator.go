@@ -25,11 +25,15 @@ type Estimator struct {
 	mu    sync.Mutex
 	cfg   *config.Config
 	seeds Seeds
+	// kv is each target's KV cache in tokens as its engine last said: the
+	// summary line asks without a reading, and the fit it would redo with
+	// none is the one kept for the last (capacity.Memo).
+	kv map[string]float64
 }
 
 // New returns an estimator for cfg and its bench seeds.
 func New(cfg *config.Config, seeds Seeds) *Estimator {
-	return &Estimator{store: capacity.NewStore(), memo: capacity.NewMemo(), cfg: cfg, seeds: seeds}
+	return &Estimator{store: capacity.NewStore(), memo: capacity.NewMemo(), cfg: cfg, seeds: seeds, kv: map[string]float64{}}
 }
 
 // Configure applies a reloaded configuration; the points of targets it no
@@ -179,9 +183,15 @@ func (e *Estimator) estimates(cfg *config.Config, seeds Seeds, target string, us
 	cus := make([]capacity.UseCase, len(us))
 	points := make([][]capacity.Point, len(us))
 	ratios := make([]capacity.Prior, len(us))
+	e.mu.Lock()
+	if load.KVTokens > 0 {
+		e.kv[target] = load.KVTokens
+	}
+	kv := e.kv[target]
+	e.mu.Unlock()
 	for i, u := range us {
 		cus[i] = useCase(u)
-		cus[i].KVTokens = load.KVTokens
+		cus[i].KVTokens = kv
 		for _, s := range cfg.Scenarios {
 			if s.Name == u.Scenario {
 				cus[i].InputTokens = s.InputTokens
@@ -233,6 +243,9 @@ func useCasesOf(cfg *config.Config, target string) []config.UseCase {
 func (e *Estimator) Reset(target string) {
 	e.store.Forget(target)
 	e.memo.Forget(target)
+	e.mu.Lock()
+	delete(e.kv, target)
+	e.mu.Unlock()
 }
 
 func useCase(u config.UseCase) capacity.UseCase {

@@ -2,6 +2,7 @@ package collector
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -15,7 +16,7 @@ import (
 func TestObserveRecordsLatencyOnlyForSuccess(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	p := NewProbes(reg, false)
-	p.Init("a", "s")
+	p.Init("a", "s", false)
 	ok := probe.Result{Outcome: probe.Success, TTFT: 300 * time.Millisecond, E2E: 2 * time.Second, Decode: 1700 * time.Millisecond,
 		PromptTokens: 1024, CompletionTokens: 128, TokensFromUsage: true}
 	p.Observe("a", "s", ok, 50*time.Millisecond, time.Unix(1000, 0))
@@ -24,7 +25,7 @@ func TestObserveRecordsLatencyOnlyForSuccess(t *testing.T) {
 	}
 	p.Observe("a", "s", probe.Result{Outcome: probe.Canceled}, -1, time.Unix(3000, 0))
 
-	if n := testutil.CollectAndCount(p.ttft); n != 1 {
+	if n := testutil.CollectAndCount(p.lone.ttft); n != 1 {
 		t.Fatalf("%d ttft series", n)
 	}
 	count := func(name string) uint64 {
@@ -45,14 +46,14 @@ func TestObserveRecordsLatencyOnlyForSuccess(t *testing.T) {
 			t.Errorf("%s has %d samples, want 1: failed probes must not record latency", h, c)
 		}
 	}
-	if got := testutil.ToFloat64(p.total.WithLabelValues("a", "s", "timeout")); got != 1 {
+	if got := testutil.ToFloat64(p.lone.total.WithLabelValues("a", "s", "timeout")); got != 1 {
 		t.Errorf("timeout count %v", got)
 	}
 	if got := testutil.ToFloat64(p.lastSuccess.WithLabelValues("a", "s")); got != 1000 {
 		t.Errorf("last success %v, want 1000 (a failure must not move it)", got)
 	}
-	if err := testutil.CollectAndCompare(p.total, strings.NewReader(`
-# HELP headroom_probes_total Probes by result.
+	if err := testutil.CollectAndCompare(p.lone.total, strings.NewReader(`
+# HELP headroom_probes_total Lone probes by result.
 # TYPE headroom_probes_total counter
 headroom_probes_total{result="connect_error",scenario="s",target="a"} 1
 headroom_probes_total{result="http_error",scenario="s",target="a"} 1
@@ -66,8 +67,88 @@ headroom_probes_total{result="usage_mismatch",scenario="s",target="a"} 1
 		t.Error(err)
 	}
 	p.Forget("a")
-	if n := testutil.CollectAndCount(p.total); n != 0 {
+	if n := testutil.CollectAndCount(p.lone.total); n != 0 {
 		t.Errorf("%d series left after Forget", n)
+	}
+}
+
+// A calibration burst's probes land in the headroom_calibration_* series
+// alone: the lone probes' series, which the SLO panels and rules read, keep
+// what lone probes met.
+func TestObserveCalibrationKeepsBurstsApart(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	p := NewProbes(reg, false)
+	p.Init("a", "s", true)
+	p.Init("b", "s", false)
+	lone := probe.Result{Outcome: probe.Success, TTFT: 300 * time.Millisecond, E2E: 2 * time.Second, Decode: 1700 * time.Millisecond,
+		PromptTokens: 1024, CompletionTokens: 128}
+	p.Observe("a", "s", lone, -1, time.Unix(1000, 0))
+	burst := lone
+	burst.TTFT, burst.E2E = 9*time.Second, 11*time.Second
+	for range 3 {
+		p.ObserveCalibration("a", "s", burst)
+	}
+	p.ObserveCalibration("a", "s", probe.Result{Outcome: probe.Timeout, Err: errors.New("x")})
+	p.ObserveCalibration("a", "s", probe.Result{Outcome: probe.Canceled})
+
+	sum := func(name string) (count uint64, sum float64) {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() == name {
+				h := mf.GetMetric()[0].GetHistogram()
+				// Classic buckets on the lone probes' alone (operations.md's cardinality).
+				if classic := len(h.GetBucket()) > 0; classic == strings.HasPrefix(name, "headroom_calibration") {
+					t.Errorf("%s: %d classic buckets", name, len(h.GetBucket()))
+				}
+				return h.GetSampleCount(), h.GetSampleSum()
+			}
+		}
+		return 0, 0
+	}
+	for name, want := range map[string]float64{"headroom_probe_ttft_seconds": 0.3, "headroom_calibration_ttft_seconds": 27,
+		"headroom_probe_e2e_seconds": 2, "headroom_calibration_e2e_seconds": 33} {
+		wantCount := uint64(1)
+		if strings.HasPrefix(name, "headroom_calibration") {
+			wantCount = 3
+		}
+		if c, s := sum(name); c != wantCount || math.Abs(s-want) > 1e-9 {
+			t.Errorf("%s: %d samples summing %v, want %d summing %v", name, c, s, wantCount, want)
+		}
+	}
+	for _, name := range []string{"headroom_probe_itl_seconds", "headroom_probe_decode_tokens_per_second"} {
+		if c, _ := sum(name); c != 1 {
+			t.Errorf("%s: %d samples, want the lone probe's 1", name, c)
+		}
+	}
+	for _, name := range []string{"headroom_calibration_itl_seconds", "headroom_calibration_decode_tokens_per_second"} {
+		if c, _ := sum(name); c != 3 {
+			t.Errorf("%s: %d samples, want the burst's 3", name, c)
+		}
+	}
+	if got := testutil.ToFloat64(p.lone.total.WithLabelValues("a", "s", "success")); got != 1 {
+		t.Errorf("headroom_probes_total success %v, want the lone probe's 1", got)
+	}
+	if got := testutil.ToFloat64(p.lone.total.WithLabelValues("a", "s", "timeout")); got != 0 {
+		t.Errorf("headroom_probes_total timeout %v, want 0: the burst's timeout is calibration's", got)
+	}
+	for result, want := range map[string]float64{"success": 3, "timeout": 1} {
+		if got := testutil.ToFloat64(p.calibration.total.WithLabelValues("a", "s", result)); got != want {
+			t.Errorf("headroom_calibration_probes_total %s %v, want %v", result, got, want)
+		}
+	}
+	// Only a target that may burst has calibration series before its first.
+	if n := testutil.CollectAndCount(p.calibration.total); n != len(probe.Outcomes) {
+		t.Errorf("%d headroom_calibration_probes_total series, want a's %d", n, len(probe.Outcomes))
+	}
+	if n := testutil.CollectAndCount(p.bursts); n != 1 {
+		t.Errorf("%d headroom_calibration_bursts_total series, want a's 1", n)
+	}
+	p.Forget("a")
+	if n := testutil.CollectAndCount(p.calibration.total) + testutil.CollectAndCount(p.calibration.ttft); n != 0 {
+		t.Errorf("%d calibration series left after Forget", n)
 	}
 }
 

@@ -335,7 +335,7 @@ func newTarget(m *Monitor, tc config.Target, cfg *config.Config) *target {
 	t.secrets = tc.Secrets()
 	t.prober = probe.NewProber(probe.Endpoint{BaseURL: tc.URL, APIKey: key, Secrets: t.secrets, Client: client}, tc.API, tc.Model, engineName)
 	for _, s := range t.scenarios {
-		m.probes.Init(tc.Name, s.Name)
+		m.probes.Init(tc.Name, s.Name, t.calibrated())
 	}
 	return t
 }
@@ -567,9 +567,15 @@ func (t *target) publish(sched *Schedule, names []string) {
 	}
 }
 
+// calibrated says whether the target may send calibration bursts: a
+// calibrator, calibration on, and an engine whose load it can read.
+func (t *target) calibrated() bool {
+	return t.m.cal != nil && t.calib.Enabled && t.cfg.Engine != "none"
+}
+
 // wantBurst asks the calibrator, when there is one and calibration is on.
 func (t *target) wantBurst() (string, int, bool) {
-	if t.m.cal == nil || !t.calib.Enabled || t.cfg.Engine == "none" {
+	if !t.calibrated() {
 		return "", 0, false
 	}
 	t.mu.Lock()
@@ -602,7 +608,7 @@ func (t *target) probeN(ctx context.Context, sc config.Scenario, n int) (busy ti
 		return 0, false
 	}
 	if res, failed := preps[0].Failed(); failed {
-		t.m.probes.Observe(t.cfg.Name, sc.Name, res, -1, time.Now())
+		t.observe(sc.Name, res, n, -1, time.Now())
 		t.failed.Add(1)
 		t.probeFailed(sc.Name, res)
 		t.m.logger.Warn("probe failed", "target", t.cfg.Name, "scenario", sc.Name, "stage", "prepare", "result", res.Outcome, "err", res.Err)
@@ -691,6 +697,18 @@ func (t *target) probeN(ctx context.Context, sc config.Scenario, n int) (busy ti
 	return busy, ctx.Err() == nil
 }
 
+// observe exports a probe's result: a lone probe's (n = 1) into the
+// series the SLO panels and burn-rate rules read, a burst's apart, so that
+// the load headroom adds on purpose never reads as what users meet. The
+// capacity model gets both (record).
+func (t *target) observe(scenario string, res probe.Result, n int, queueWait time.Duration, now time.Time) {
+	if n > 1 {
+		t.m.probes.ObserveCalibration(t.cfg.Name, scenario, res)
+		return
+	}
+	t.m.probes.Observe(t.cfg.Name, scenario, res, queueWait, now)
+}
+
 func (t *target) record(s Sample) {
 	if t.m.rec != nil {
 		t.m.rec.Record(s)
@@ -736,7 +754,7 @@ func (t *target) probeOnce(ctx context.Context, sc config.Scenario, pr *probe.Pr
 		return Sample{}, false
 	}
 	now := time.Now()
-	t.m.probes.Observe(t.cfg.Name, sc.Name, res, queueWait, now)
+	t.observe(sc.Name, res, n, queueWait, now)
 	if res.Outcome != probe.Success {
 		t.failed.Add(1)
 		t.probeFailed(sc.Name, res)

@@ -1,0 +1,161 @@
+package monitor_test
+
+import (
+	"context"
+	"log/slog"
+	"math"
+	"net/http"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/headroom-dev/headroom/collector"
+	"github.com/headroom-dev/headroom/config"
+	"github.com/headroom-dev/headroom/estimator"
+	"github.com/headroom-dev/headroom/internal/memnet"
+	"github.com/headroom-dev/headroom/monitor"
+	"github.com/headroom-dev/headroom/sim"
+)
+
+// tally passes every sample on to the capacity model, as the daemon does,
+// and keeps each probe's TTFT by kind: a lone probe's or a burst's.
+type tally struct {
+	monitor.Recorder
+	mu          sync.Mutex
+	lone, burst []float64
+	sent        map[time.Time]bool // each burst, by when it was sent
+}
+
+func (t *tally) Record(s monitor.Sample) {
+	t.mu.Lock()
+	if s.Burst > 0 {
+		t.burst = append(t.burst, s.Result.TTFT.Seconds())
+		t.sent[s.Time] = true
+	} else {
+		t.lone = append(t.lone, s.Result.TTFT.Seconds())
+	}
+	t.mu.Unlock()
+	t.Recorder.Record(s)
+}
+
+// TestBurstsStayOutOfTheSLOSeries runs the shipped monitor and estimator
+// with calibration at its defaults, for an hour of virtual time, against
+// the simulator of report 000's server. The probe histograms and
+// headroom_probes_total, which the SLO panels and burn-rate rules read,
+// must hold the lone probes exactly; every burst's probes must be under
+// headroom_calibration_* alone; and the capacity model must still get both.
+func TestBurstsStayOutOfTheSLOSeries(t *testing.T) {
+	reports, err := sim.Reports()
+	if err != nil {
+		t.Fatal(err)
+	}
+	prof, err := sim.LookupProfile(reports[0].Profile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse([]byte(`
+targets: [{name: sim, url: 'http://sim'}]
+scenarios: [{name: ctx-8k, input_tokens: 8192, output_tokens: 64}]
+use_cases: [{name: chatbot, scenario: ctx-8k, ttft_max: 2s, decode_min_tps: 15}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !cfg.Calibration.Enabled {
+		t.Fatal("calibration is off by default: nothing to test")
+	}
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		srv := sim.NewServer(prof, 1, "vllm")
+		ln := memnet.Listen()
+		hs := &http.Server{Handler: srv.Handler()}
+		var wg sync.WaitGroup
+		wg.Go(func() { _ = hs.Serve(ln) })
+		wg.Go(func() { srv.Run(ctx) })
+		est := estimator.New(cfg, nil)
+		rec := &tally{Recorder: est, sent: map[time.Time]bool{}}
+		reg := prometheus.NewRegistry()
+		mon := monitor.New(slog.New(slog.DiscardHandler), collector.NewProbes(reg, false), rec, est, monitor.WithDial(ln.Dial))
+		mon.Apply(ctx, cfg)
+		time.Sleep(time.Hour)
+		mon.Stop() // every probe sent is recorded, or dropped from both
+		cancel()
+		_ = hs.Close()
+		_ = ln.Close()
+		wg.Wait()
+
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		page := map[string]*dto.MetricFamily{}
+		for _, mf := range mfs {
+			page[mf.GetName()] = mf
+		}
+		histogram := func(name string) (count uint64, sum float64) {
+			for _, m := range page[name].GetMetric() {
+				count += m.GetHistogram().GetSampleCount()
+				sum += m.GetHistogram().GetSampleSum()
+			}
+			return count, sum
+		}
+		counter := func(name, result string) (v float64) {
+			for _, m := range page[name].GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "result" && l.GetValue() == result {
+						v += m.GetCounter().GetValue()
+					}
+				}
+			}
+			return v
+		}
+		total := func(vs []float64) (s float64) {
+			for _, v := range vs {
+				s += v
+			}
+			return s
+		}
+		var bursts float64
+		for _, m := range page["headroom_calibration_bursts_total"].GetMetric() {
+			bursts += m.GetCounter().GetValue()
+		}
+		t.Logf("%d lone probes (mean TTFT %.2f s), %d bursts of %d probes in all (mean TTFT %.2f s)",
+			len(rec.lone), total(rec.lone)/float64(len(rec.lone)), len(rec.sent), len(rec.burst), total(rec.burst)/float64(len(rec.burst)))
+		if len(rec.sent) < 2 || bursts != float64(len(rec.sent)) {
+			t.Fatalf("%d bursts recorded, %v counted: want at least two, counted once each", len(rec.sent), bursts)
+		}
+		if len(rec.lone) == 0 {
+			t.Fatal("no lone probe")
+		}
+		for _, tc := range []struct {
+			histogram, results string
+			ttft               []float64
+		}{
+			{"headroom_probe_ttft_seconds", "headroom_probes_total", rec.lone},
+			{"headroom_calibration_ttft_seconds", "headroom_calibration_probes_total", rec.burst},
+		} {
+			count, sum := histogram(tc.histogram)
+			if count != uint64(len(tc.ttft)) || math.Abs(sum-total(tc.ttft)) > 1e-6*sum {
+				t.Errorf("%s: %d probes summing %.6f s, want the %d recorded summing %.6f s", tc.histogram, count, sum, len(tc.ttft), total(tc.ttft))
+			}
+			if got := counter(tc.results, "success"); got != float64(len(tc.ttft)) {
+				t.Errorf("%s{result=\"success\"} %v, want %d", tc.results, got, len(tc.ttft))
+			}
+		}
+		for _, h := range []string{"headroom_probe_e2e_seconds", "headroom_probe_itl_seconds", "headroom_probe_decode_tokens_per_second"} {
+			if count, _ := histogram(h); count != uint64(len(rec.lone)) {
+				t.Errorf("%s: %d probes, want the %d lone ones", h, count, len(rec.lone))
+			}
+		}
+		for _, h := range []string{"headroom_calibration_e2e_seconds", "headroom_calibration_itl_seconds", "headroom_calibration_decode_tokens_per_second"} {
+			if count, _ := histogram(h); count != uint64(len(rec.burst)) {
+				t.Errorf("%s: %d probes, want the bursts' %d", h, count, len(rec.burst))
+			}
+		}
+	})
+}

@@ -41,6 +41,15 @@ func series(title, desc, unit string, qs ...query) *timeseries.PanelBuilder {
 	return p
 }
 
+// burstSeries draws calibration bursts' measurements as orange points, the
+// bursts' colour on the status page and in the annotations: a burst is a
+// few probes at one moment, load headroom adds on purpose, and no line
+// through it should read as what users meet.
+func burstSeries(title, desc, unit string, qs ...query) *timeseries.PanelBuilder {
+	return series(title, desc, unit, qs...).DrawStyle(common.GraphDrawStylePoints).PointSize(6).
+		ColorScheme(dashboard.NewFieldColorBuilder().Mode(dashboard.FieldColorModeIdShades).FixedColor("orange"))
+}
+
 func single(title, desc, unit string, x query) *stat.PanelBuilder {
 	return stat.NewPanelBuilder().Title(title).Description(desc).Unit(unit).Datasource(ds).Height(6).Span(8).
 		ReduceOptions(common.NewReduceDataOptionsBuilder().Calcs([]string{"lastNotNull"})).
@@ -86,7 +95,8 @@ func base(uid, title, desc string, vars ...string) *dashboard.DashboardBuilder {
 }
 
 // A probe histogram's mean and quantiles per target and scenario, from
-// its classic series or, where probe_histograms is native, its native one.
+// its classic series or, where probe_histograms is native (and for the
+// calibration histograms, which are native only), its native one.
 func mean(h string) string {
 	native := `sum by (target, scenario) (rate(` + h + `{` + selTS + `}[$__rate_interval]))`
 	return `sum by (target, scenario) (rate(` + h + `_sum{` + selTS + `}[$__rate_interval])) / sum by (target, scenario) (rate(` + h + `_count{` + selTS + `}[$__rate_interval]))` +
@@ -168,9 +178,9 @@ func Capacity() *dashboard.DashboardBuilder {
 // Latency is the probe-latency dashboard.
 func Latency() *dashboard.DashboardBuilder {
 	return base("headroom-latency", "headroom / Probe latency",
-		"What one synthetic user sees per scenario: TTFT, inter-token latency, decode speed, end-to-end time.", "scenario", "use_case").
+		"What one synthetic user sees per scenario: TTFT, inter-token latency, decode speed, end-to-end time. Lone probes only; calibration bursts have their own row.", "scenario", "use_case").
 		WithRow(dashboard.NewRowBuilder("User-facing latency")).
-		WithPanel(series("Time to first token", "Request sent to first content token: mean and p90 of probes, with the use cases' thresholds.", "s",
+		WithPanel(series("Time to first token", "Request sent to first content token: mean and p90 of lone probes, with the use cases' thresholds.", "s",
 			q(mean("headroom_probe_ttft_seconds"), "mean {{target}} {{scenario}}"),
 			q(quantile("0.9", "headroom_probe_ttft_seconds"), "p90 {{target}} {{scenario}}"),
 			threshold("ttft_seconds"))).
@@ -190,6 +200,15 @@ func Latency() *dashboard.DashboardBuilder {
 				Format(prometheus.PromQueryFormatHeatmap).LegendFormat("{{le}}"))).
 		WithPanel(series("Prefill speed", "Prompt tokens / TTFT per probe.", "short",
 			q(mean("headroom_probe_prefill_tokens_per_second"), "{{target}} {{scenario}}"))).
+		// Apart from the SLO panels: a burst's probes queue behind one
+		// another on purpose (headroom_calibration_*, issue 41).
+		WithRow(dashboard.NewRowBuilder("Calibration bursts: load headroom adds on purpose")).
+		WithPanel(burstSeries("Burst TTFT", "Mean time to first token of each calibration burst's probes, sent together to measure the burst curve: they queue behind one another, so this is no user's latency and no SLO panel or alert reads it.", "s",
+			q(mean("headroom_calibration_ttft_seconds"), "burst {{target}} {{scenario}}"))).
+		WithPanel(burstSeries("Burst decode speed", "Mean per-user decode speed of each calibration burst's probes, decoding together.", "short",
+			q(mean("headroom_calibration_decode_tokens_per_second"), "burst {{target}} {{scenario}}"))).
+		WithPanel(burstSeries("Burst probe results", "Calibration bursts' probes per result; the lone probes' are under Probe results.", "short",
+			q(`sum by (target, scenario, result) (increase(headroom_calibration_probes_total{`+selTS+`}[$__rate_interval])) > 0`, "{{target}} {{scenario}} {{result}}"))).
 		WithRow(dashboard.NewRowBuilder("The engine's own view: every request")).
 		WithPanel(series("Engine TTFT, all requests", engineDesc+" Time to first token, p90.", "s",
 			q(engineQuantile("0.9", "time_to_first_token_seconds", "time_to_first_token_seconds"), "p90 {{instance}}"))).
@@ -202,9 +221,9 @@ func Latency() *dashboard.DashboardBuilder {
 			q(mean("headroom_probe_queue_wait_seconds"), "{{target}} {{scenario}}"))).
 		WithPanel(series("Longest stall", "Longest gap between two chunks of a probe.", "s",
 			q(quantile("0.9", "headroom_probe_stall_seconds"), "p90 {{target}} {{scenario}}"))).
-		WithPanel(series("Probe results", "Probes per result: success, connect_error, http_error, timeout, stream_error, short_output, prompt_mismatch, usage_mismatch.", "short",
+		WithPanel(series("Probe results", "Lone probes per result: success, connect_error, http_error, timeout, stream_error, short_output, prompt_mismatch, usage_mismatch.", "short",
 			q(`sum by (target, scenario, result) (increase(headroom_probes_total{`+selTS+`}[$__rate_interval]))`, "{{target}} {{scenario}} {{result}}"))).
-		WithPanel(series("Probe cost", "Share of each target's time with a probe in flight (the probe budget caps it).", "percentunit",
+		WithPanel(series("Probe cost", "Share of each target's time with a probe in flight, calibration bursts included (the probe budget caps it).", "percentunit",
 			q(`rate(headroom_probe_busy_seconds_total{`+selT+`}[$__rate_interval])`, "{{target}}"))).
 		WithPanel(series("Prompt length", "Prompt tokens of the last probe as the server counted them.", "short",
 			q(`headroom_probe_input_tokens{`+selTS+`}`, "{{target}} {{scenario}}")))

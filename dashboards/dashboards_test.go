@@ -2,9 +2,11 @@ package dashboards
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"os"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/grafana/grafana-foundation-sdk/go/cog"
@@ -92,4 +94,57 @@ func failed(err error) bool {
 		return len(be) > 0
 	}
 	return err != nil
+}
+
+// Calibration bursts are drawn apart (issue 41): a panel that reads a
+// headroom_calibration_* series reads nothing else of headroom's probes and
+// draws points, and so no SLO panel mixes a burst into what users meet.
+func TestBurstsDrawnApart(t *testing.T) {
+	probeRE := regexp.MustCompile(`headroom_(probe|calibration)_[a-z_]+|headroom_probes_total`)
+	bursts := 0
+	for name := range All() {
+		raw, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var d struct {
+			Panels []struct {
+				Title       string
+				Targets     []struct{ Expr string }
+				FieldConfig struct {
+					Defaults struct {
+						Custom struct{ DrawStyle string }
+					}
+				}
+			}
+		}
+		if err := json.Unmarshal(raw, &d); err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range d.Panels {
+			var calibration, lone []string
+			for _, x := range p.Targets {
+				for _, m := range probeRE.FindAllString(x.Expr, -1) {
+					if strings.HasPrefix(m, "headroom_calibration_") {
+						calibration = append(calibration, m)
+					} else {
+						lone = append(lone, m)
+					}
+				}
+			}
+			if len(calibration) == 0 {
+				continue
+			}
+			bursts++
+			if len(lone) > 0 {
+				t.Errorf("%s: panel %q mixes %v into %v", name, p.Title, calibration, lone)
+			}
+			if p.FieldConfig.Defaults.Custom.DrawStyle != "points" {
+				t.Errorf("%s: panel %q draws bursts as %q, want points", name, p.Title, p.FieldConfig.Defaults.Custom.DrawStyle)
+			}
+		}
+	}
+	if bursts == 0 {
+		t.Error("no panel draws calibration bursts")
+	}
 }

@@ -41,10 +41,11 @@ curl -s -H 'Accept-Encoding: gzip' -o "$dir/gz" 127.0.0.1:18961/metrics
 val() { awk -v k="$1" '$1 == k {print $2}' "$m"; }
 sum() { awk -v p="$1" 'index($1, p) == 1 {s += $2} END {print s + 0}' "$m"; }
 kill -CONT $simpid
-probes=$(sum 'headroom_probes_total{')
+# Lone probes and calibration bursts' probes: the CPU is spent on both.
+probes=$(($(sum 'headroom_probes_total{') + $(sum 'headroom_calibration_probes_total{')))
 echo "histograms:            ${HISTOGRAMS:-both}, time scale ${TIME_SCALE:-1}"
 echo "targets probed:        $(awk '/^headroom_targets\{.*state="probed"/ {print $2}' "$m") of $n, after $duration"
-echo "probes:                $probes ($(awk 'index($1, "headroom_probes_total{result=\"success\"") == 1 {s += $2} END {print s + 0}' "$m") successful)"
+echo "probes:                $probes ($(awk 'index($1, "headroom_probes_total{result=\"success\"") == 1 || index($1, "headroom_calibration_probes_total{result=\"success\"") == 1 {s += $2} END {print s + 0}' "$m") successful, $(sum 'headroom_calibration_probes_total{') in bursts)"
 echo "RSS:                   $rss, peak $peak"
 echo "goroutines:            $(val go_goroutines)"
 echo "CPU:                   ${cpu} s ($(awk -v c="$cpu" -v p="$probes" 'BEGIN {printf "%.1f ms per probe, engine scrapes included", 1000 * c / p}'))"

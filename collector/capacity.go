@@ -29,7 +29,7 @@ func NewCapacity(useCases func() []capacity.UseCase, estimates func() []capacity
 		free:      prometheus.NewDesc("headroom_free_requests", "How many more requests of the use case's shape fit on top of the load now; absent while the capacity is only a bound.", tu, nil),
 		ratio:     prometheus.NewDesc("headroom_ratio", "Headroom: free requests over the capacity, 0 to 1; absent while the capacity is only a bound.", tu, nil),
 		samples:   prometheus.NewDesc("headroom_capacity_samples", "Observations the use case's model rests on: lone probes, bursts and bench cells in its curve window.", tu, nil),
-		info: prometheus.NewDesc("headroom_use_case_info", "A use case and the scenario its probes run, always 1: joins thresholds to their scenario.", []string{"use_case", "scenario"}, nil),
+		info:      prometheus.NewDesc("headroom_use_case_info", "A use case and the scenario its probes run, always 1: joins thresholds to their scenario.", []string{"use_case", "scenario"}, nil),
 	}
 }
 

@@ -53,8 +53,9 @@ func (v verdict) holds() bool      { return v.est.Lower <= v.truth }
 // run and use case, the truth, the estimate, its bounds and the verdicts,
 // and the totals per family and overall, for docs/capacity.md. Issue 36's
 // done-when (at least 90% within 15% or 1 request, the truth inside the
-// bounds in at least 95%, none more than 2x off) is asserted only with
-// HEADROOM_SUITE_ASSERT=1, while the model meant to meet it is written.
+// bounds in at least 95%, none more than 2x off) is asserted with
+// HEADROOM_SUITE_ASSERT=1; without it, floors under the model's measured
+// totals.
 // An export that is only a lower bound (Bound "lower", no capacity) counts
 // as no estimate, so never as within; its bound is judged by whether the
 // truth is at least Lower.
@@ -141,11 +142,21 @@ func TestGeneralizationSuite(t *testing.T) {
 			}
 		}
 		t.Logf("%d of %d runs\n%s", ran, len(runs), suiteTable(all))
-		if ran < len(runs) || os.Getenv("HEADROOM_SUITE_ASSERT") != "1" {
+		if ran < len(runs) {
 			return
 		}
 		var s tally
 		s.add(all...)
+		// Floors under the fitted model's first full run (271 within, 302
+		// inside, 18 off 2x of 450; docs/capacity.md), with room for the
+		// order goroutines wake in at one instant of virtual time: a
+		// change that loses accuracy fails.
+		if s.within < suiteWithin || s.inside < suiteInside || s.off2x > suiteOff2x {
+			t.Errorf("%d within, %d inside the bounds, %d off 2x, of %d; floors %d, %d and at most %d", s.within, s.inside, s.off2x, s.runs, suiteWithin, suiteInside, suiteOff2x)
+		}
+		if os.Getenv("HEADROOM_SUITE_ASSERT") != "1" {
+			return
+		}
 		if 10*s.within < 9*s.runs {
 			t.Errorf("%d of %d within 15%% or 1 request of the truth, want at least 90%%", s.within, s.runs)
 		}
@@ -157,6 +168,14 @@ func TestGeneralizationSuite(t *testing.T) {
 		}
 	})
 }
+
+// The suite's floors (see TestGeneralizationSuite); issue 36 asks for 405
+// within, 428 inside and none off 2x (HEADROOM_SUITE_ASSERT=1).
+const (
+	suiteWithin = 255
+	suiteInside = 285
+	suiteOff2x  = 30
+)
 
 // tally counts verdicts.
 type tally struct{ runs, has, within, inside, off2x, lower, lowerHolds int }

@@ -51,23 +51,18 @@ const settledWithin = 0.9
 // probe's typical scatter, until there are more (fitLinear's scale0).
 const MinSamples = 2
 
-// obs is one observation of the model: a lone probe, a burst (its mean), or
-// a bench cell (its mean).
+// obs is one observation of the model: a lone probe, or one probe of a
+// burst or of a bench cell.
 type obs struct {
-	q, r, a, b      float64 // prompts ahead of it and itself, running beside it, in flight at arrival, decode batch
-	level           float64 // the requests together it stands for
-	ttft, e2e, itl  float64
-	decodeOK, lone  bool // itl is a decode the batch b describes; a lone probe
-	burstSize, cell int
+	q, r, a, b     float64 // prompts ahead of it and itself, running beside it, in flight at arrival, decode batch
+	level          float64 // the requests together it stands for
+	ttft, e2e, itl float64
+	decodeOK       bool // itl is a decode the batch b describes
 }
 
-// observations turns a window's points into the model's observations. A
-// burst's TTFT and E2E are its mean at its level, as a report's cell is; its
-// decode is that of the probe that got its first token last, the only one
-// that decoded with every request of the burst admitted and none of their
-// prefills between its tokens (the others decoded between later prompts'
-// prefill chunks, at a tenth of the speed in the simulator of report 002 at
-// 64K). A bench cell's requests all decoded amid its concurrency.
+// observations turns a window's points into the model's observations: a
+// lone probe at its level and load, and each probe of a burst or a bench
+// cell by its place in it (below).
 func observations(points []Point) []obs {
 	var out []obs
 	groups := map[[3]int64][]Point{}
@@ -90,7 +85,7 @@ func observations(points []Point) []obs {
 			if !(b >= 1) {
 				b = a
 			}
-			out = append(out, obs{q: q, level: q, r: a - q, a: a, b: b, ttft: p.TTFT, e2e: p.E2E, itl: p.ITL, decodeOK: true, lone: true, burstSize: 1})
+			out = append(out, obs{q: q, level: q, r: a - q, a: a, b: b, ttft: p.TTFT, e2e: p.E2E, itl: p.ITL, decodeOK: true})
 			continue
 		}
 		k := [3]int64{p.Time.UnixNano(), int64(p.Burst), int64(p.Cell)}
@@ -119,7 +114,7 @@ func observations(points []Point) []obs {
 		running := sent - level
 		for i, p := range ordered {
 			o := obs{q: ahead + float64(i+1), r: running + float64(len(g)-1-i), a: sent, level: level,
-				ttft: p.TTFT, e2e: p.E2E, burstSize: len(g), cell: p.Cell}
+				ttft: p.TTFT, e2e: p.E2E}
 			if p.Cell > 0 {
 				// A bench cell is a closed loop of its concurrency n, every
 				// request of every round in it: one stands, on average,
@@ -139,14 +134,6 @@ func observations(points []Point) []obs {
 		}
 	}
 	return out
-}
-
-func mean(ps []Point, v func(Point) float64) float64 {
-	s := 0.0
-	for _, p := range ps {
-		s += v(p)
-	}
-	return s / float64(len(ps))
 }
 
 // part is one fitted law, TTFT's or ITL's.

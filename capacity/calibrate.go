@@ -24,7 +24,7 @@ func Burst(e Estimate, load, queued float64, maxBurst int) int {
 	top := 1.0
 	for _, p := range e.Points {
 		switch {
-		case p.Engine || p.Aftermath || math.IsNaN(p.Load):
+		case p.Aftermath || math.IsNaN(p.Load):
 		case p.Burst > 1 || p.Cell > 0:
 			top = math.Max(top, p.Load)
 		default:

@@ -2,7 +2,6 @@ package capacity
 
 import (
 	"math"
-	"slices"
 	"time"
 )
 
@@ -131,10 +130,6 @@ func Evaluate(target string, u UseCase, points []Point, load, waiting float64) E
 // evaluate is Evaluate with the memo's fits, kept under slot beside the
 // target and use case.
 func (m *Memo) evaluate(target string, u UseCase, points []Point, load, waiting float64, slot string) Estimate {
-	// The engine's own decode readings are no probes: the model does not
-	// take them yet (docs/capacity-model.md says why), and the points
-	// shown are the probes'.
-	points = slices.DeleteFunc(slices.Clone(points), func(p Point) bool { return p.Engine })
 	e := Estimate{Target: target, UseCase: u.Name, Scenario: u.Scenario, Capacity: math.NaN(), Lower: math.NaN(), Upper: math.NaN(), Aim: math.NaN(),
 		Load: load, Free: math.NaN(), Ratio: math.NaN(), Margin: math.NaN(), SamplesNeeded: MinSamples, Points: points}
 	e.SLOs = u.SLOs()
@@ -148,7 +143,7 @@ func (m *Memo) evaluate(target string, u UseCase, points []Point, load, waiting 
 	// the lone probes: what users met at the loads production made.
 	var lone []Point
 	for _, p := range recent(points, u.Recent) {
-		if p.Burst <= 1 && p.Cell == 0 && !p.Engine && !p.Aftermath {
+		if p.Burst <= 1 && p.Cell == 0 && !p.Aftermath {
 			lone = append(lone, p)
 		}
 	}

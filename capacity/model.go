@@ -68,7 +68,7 @@ func observations(points []Point) []obs {
 	groups := map[[3]int64][]Point{}
 	var keys [][3]int64
 	for _, p := range points {
-		if p.Engine || p.Aftermath || math.IsNaN(p.Load) {
+		if p.Aftermath || math.IsNaN(p.Load) {
 			continue
 		}
 		if p.Burst <= 1 && p.Cell == 0 {

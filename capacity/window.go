@@ -38,12 +38,6 @@ type Point struct {
 	// probe. A closed-loop cell's requests all decoded amid its full
 	// concurrency, so each counts for decode and ITL (settled).
 	Cell int `json:"cell,omitempty"`
-	// Engine marks no probe but a reading of the engine's own decode over
-	// all its requests between two scrapes (its inter-token-latency
-	// histogram): Load and InFlight are the requests running, ITL the mean
-	// time between tokens, TTFT and E2E NaN. Such points feed the decode
-	// curves only (engineDecode).
-	Engine bool `json:"engine,omitempty"`
 	// Aftermath marks a lone probe that was the first request its server
 	// took after a calibration burst, and may have paid for the burst
 	// (llama.cpp saves a burst's slots as the next task takes one). It

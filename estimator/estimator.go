@@ -64,16 +64,11 @@ func (e *Estimator) Record(s monitor.Sample) {
 		ITL: res.ITL().Seconds(), Decode: res.DecodeTPS(), Burst: s.Burst, Level: s.Level, Aftermath: s.Aftermath})
 }
 
-// engineSeries keys a target's engine decode readings in the store beside
-// its scenarios, whose names are never empty.
-const engineSeries = ""
-
-// Decoded implements monitor.Recorder: the engine's own decode readings
-// become points of every scenario's decode curves (capacity.Point.Engine).
-func (e *Estimator) Decoded(target string, d monitor.Decode) {
-	e.store.Add(target, engineSeries, capacity.Point{Time: d.Time, Load: d.Running, InFlight: d.Running,
-		TTFT: math.NaN(), E2E: math.NaN(), ITL: d.ITL, Decode: 1 / d.ITL, Engine: true})
-}
+// Decoded implements monitor.Recorder. The engine's own decode readings mix
+// production's contexts, which the ITL law does not separate
+// (docs/capacity-model.md), so the model does not take them yet, and they
+// are not kept.
+func (e *Estimator) Decoded(string, monitor.Decode) {}
 
 // Burst implements monitor.Calibrator: of the target's use cases that want
 // a calibration burst now, those first that have had none, then those

@@ -208,7 +208,7 @@ func Latency() *dashboard.DashboardBuilder {
 		WithPanel(burstSeries("Burst decode speed", "Mean per-user decode speed of each calibration burst's probes, decoding together.", "short",
 			q(mean("headroom_calibration_decode_tokens_per_second"), "burst {{target}} {{scenario}}"))).
 		WithPanel(burstSeries("Burst probe results", "Calibration bursts' probes per result; the lone probes' are under Probe results.", "short",
-			q(`sum by (target, scenario, result) (increase(headroom_calibration_probes_total{`+selTS+`}[$__rate_interval])) > 0`, "{{target}} {{scenario}} {{result}}"))).
+			q(`sum by (target, scenario, result) (increase(headroom_calibration_probes_total{`+selTS+`}[$__rate_interval]))`, "{{target}} {{scenario}} {{result}}"))).
 		WithRow(dashboard.NewRowBuilder("The engine's own view: every request")).
 		WithPanel(series("Engine TTFT, all requests", engineDesc+" Time to first token, p90.", "s",
 			q(engineQuantile("0.9", "time_to_first_token_seconds", "time_to_first_token_seconds"), "p90 {{instance}}"))).

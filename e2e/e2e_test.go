@@ -88,11 +88,16 @@ scrape_configs:
 		}
 		qp, empty := checkQueries(t, api, queries, final)
 		problems = append(problems, qp...)
-		// A capacity of NaN fills a panel with nothing to see: each use case
-		// needs a number.
-		for _, m := range []string{"headroom_capacity_requests", "headroom_free_requests", "headroom_ratio"} {
-			if n := len(instant(t, api, m+" == "+m)); n < useCases {
-				problems = append(problems, fmt.Sprintf("%s: %d of %d use cases have a value (not NaN)", m, n, useCases))
+		// Each use case needs a number: a capacity, or while the data
+		// cannot place it, its lower bound (docs/capacity-model.md); free
+		// requests and headroom wherever there is a capacity.
+		known := `headroom_capacity_requests == headroom_capacity_requests or headroom_capacity_lower_requests >= 1`
+		if n := len(instant(t, api, known)); n < useCases {
+			problems = append(problems, fmt.Sprintf("%d of %d use cases have a capacity or a lower bound", n, useCases))
+		}
+		for _, m := range []string{"headroom_free_requests", "headroom_ratio"} {
+			if n, c := len(instant(t, api, m)), len(instant(t, api, "headroom_capacity_requests == headroom_capacity_requests")); n < c || n == 0 {
+				problems = append(problems, fmt.Sprintf("%s: %d use cases have it, %d a capacity", m, n, c))
 			}
 		}
 		problems = append(problems, checkRules(t, api)...)

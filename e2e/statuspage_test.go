@@ -86,11 +86,16 @@ func checkStatusPage(t *testing.T, addr, shotPath string) {
 
 type estimate struct {
 	Capacity *float64 `json:"capacity"`
+	Lower    *float64 `json:"capacity_lower"`
+	Bound    string   `json:"bound"`
 	Samples  int      `json:"samples"`
 }
 
-// shown is the capacity as the page writes it.
+// shown is the capacity as the page writes it: a lower bound as "≥ x".
 func (e estimate) shown() string {
+	if e.Bound == "lower" && e.Lower != nil {
+		return fmt.Sprintf("≥ %.1f", *e.Lower)
+	}
 	if e.Capacity == nil || math.IsInf(*e.Capacity, 0) {
 		return "-"
 	}

@@ -218,9 +218,8 @@ func TestFitLinear(t *testing.T) {
 	if f, _ := fitLinear(x, y, []bool{false, true, true, true}, slopePrior{}, 0); f.used[3] || f.beta[3] != 0 || math.Abs(f.beta[1]-2) > 0.2 {
 		t.Fatalf("negative slope: fit %+v used %v", f.beta, f.used)
 	}
-	v, se := f.predict([]float64{1, 10, 0, 0})
-	if math.Abs(v-21) > 1e-6 || se > 1e-9 {
-		t.Errorf("predict(10) = %v ± %v, want 21 ± 0 (no scatter)", v, se)
+	if v, sd := f.beta[0]+10*f.beta[1], math.Sqrt(f.cov[1][1]); math.Abs(v-21) > 1e-6 || sd > 1e-9 {
+		t.Errorf("at 10: %v, slope ± %v, want 21 ± 0 (no scatter)", v, sd)
 	}
 	if _, ok := fitLinear([][]float64{{0, 1}, {0, 2}}, []float64{1, 2}, []bool{false, true}, slopePrior{}, 0); ok {
 		t.Error("a zero intercept column fitted")

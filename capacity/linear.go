@@ -13,9 +13,8 @@ type linearFit struct {
 	// varies marks the columns the data vary along; used those fitted: a
 	// dropped one (no spread, or a slope pushed below zero) has beta 0.
 	varies, used []bool
-	scale        float64   // robust residual scale (1.4826 MAD, Huber-reweighted)
+	scale        float64   // relative residual scale, pooled with scale0
 	resid        []float64 // y - fitted, per observation
-	n            int
 }
 
 // huber is the Huber weights' tuning constant, in units of the residual
@@ -68,8 +67,7 @@ type slopePrior struct{ value, sd float64 }
 // elsewhere (the target's other use cases), worth two observations' say
 // in the scale, so that a fit of a few observations still has bounds.
 func fitLinear(x [][]float64, y []float64, nonneg []bool, prior slopePrior, scale0 float64) (f linearFit, ok bool) {
-	k := len(nonneg)
-	f.n = len(y)
+	k, nObs := len(nonneg), len(y)
 	f.used, f.varies = make([]bool, k), make([]bool, k)
 	for j := range k {
 		f.varies[j] = j == 0 || spread(x, j) || j == 1 && prior.sd > 0
@@ -83,7 +81,6 @@ func fitLinear(x [][]float64, y []float64, nonneg []bool, prior slopePrior, scal
 		row[1] = 1
 		x, y = append(slices.Clone(x), row), append(slices.Clone(y), prior.value)
 	}
-	nObs := f.n
 	// Latency noise is multiplicative (a probe meets a busier or quieter
 	// moment in proportion to its length), so each observation weighs as
 	// 1/y²: the fit is of relative error, and a burst's long TTFT does
@@ -209,20 +206,6 @@ func fitLinear(x [][]float64, y []float64, nonneg []bool, prior slopePrior, scal
 		}
 	}
 	return f, true
-}
-
-// predict is the fitted value at g and its standard error.
-func (f linearFit) predict(g []float64) (value, se float64) {
-	v := 0.0
-	for a := range g {
-		value += f.beta[a] * g[a]
-		for b := range g {
-			if g[a] != 0 && g[b] != 0 {
-				v += g[a] * f.cov[a][b] * g[b]
-			}
-		}
-	}
-	return value, math.Sqrt(math.Max(v, 0))
 }
 
 // spread says whether column j varies across the observations by more than

@@ -147,8 +147,8 @@ func TestGeneralizationSuite(t *testing.T) {
 		}
 		var s tally
 		s.add(all...)
-		// Floors under the fitted model's first full run (271 within, 302
-		// inside, 18 off 2x of 450; docs/capacity.md), with room for the
+		// Floors under the fitted model's full runs (271 within, 302 inside,
+		// 18 off 2x of 450, twice; docs/capacity.md), with room for the
 		// order goroutines wake in at one instant of virtual time: a
 		// change that loses accuracy fails.
 		if s.within < suiteWithin || s.inside < suiteInside || s.off2x > suiteOff2x {

@@ -15,13 +15,15 @@ var t0 = time.Unix(1_700_000_000, 0)
 // prompts prefilled ahead of it and itself, r, the requests in flight
 // beside it, its decode batch b and the requests in flight when it arrived
 // a. A burst's probes queue first come first served: the i-th has i-1
-// ahead and the rest behind, beside it.
+// ahead and the rest behind, beside it; its decode batch is what its
+// decode shares with the others' (as the model counts it).
 type server struct {
 	ttft func(q, r float64) float64
 	itl  func(b, a float64) float64
-	// together: a burst's requests decode together (their TTFTs barely
-	// differ); otherwise staggered, the last beside about half the burst.
-	together bool
+	// stall is what a decode step that also prefills adds to the ITL: a
+	// probe's ITL grows by stall times the share of its decode during which
+	// the burst's later prompts waited for their first token.
+	stall float64
 }
 
 // window makes a window's points from a server: lone probes amid production
@@ -45,15 +47,44 @@ func window(l server, loads []float64, bursts []int, noise float64, seed uint64)
 	}
 	for _, k := range bursts {
 		at = at.Add(time.Minute)
-		for i := 1; i <= k; i++ {
-			ttft := l.ttft(float64(i), float64(k-i)) * jit()
-			b := math.Max(1, float64(k)/2)
-			if l.together {
-				b = float64(k)
-			}
-			itl := l.itl(b, float64(k)) * jit()
-			ps = append(ps, Point{Time: at, Load: float64(k), InFlight: b, Sent: float64(k), Burst: k, TTFT: ttft, ITL: itl, Decode: 1 / itl, E2E: ttft + 127*itl})
+		burst := make([]Point, k)
+		noise := make([]float64, k)
+		for i := range burst {
+			burst[i] = Point{Time: at, Load: float64(k), Sent: float64(k), Burst: k, TTFT: l.ttft(float64(i+1), float64(k-i-1)) * jit()}
+			noise[i] = jit()
 		}
+		// Each probe's ITL follows from the batch its decode shares with
+		// the others', which follows from their ITLs: a few rounds settle it.
+		b := make([]float64, k)
+		for i := range b {
+			b[i] = float64(k)
+		}
+		for range 4 {
+			last := 0.0
+			for _, p := range burst {
+				last = math.Max(last, p.TTFT)
+			}
+			for i, p := range burst {
+				share := 0.0
+				if p.E2E > p.TTFT {
+					share = math.Max(0, math.Min(p.E2E, last)-p.TTFT) / (p.E2E - p.TTFT)
+				}
+				burst[i].ITL = (l.itl(b[i], float64(k)) + l.stall*share) * noise[i]
+				burst[i].E2E = burst[i].TTFT + 127*burst[i].ITL
+			}
+			for i, p := range burst {
+				b[i] = 1
+				for j, q := range burst {
+					if j != i {
+						b[i] += math.Max(0, math.Min(p.E2E, q.E2E)-math.Max(p.TTFT, q.TTFT)) / (p.E2E - p.TTFT)
+					}
+				}
+			}
+		}
+		for i := range burst {
+			burst[i].InFlight, burst[i].Decode = b[i], 1/burst[i].ITL
+		}
+		ps = append(ps, burst...)
 	}
 	return ps
 }
@@ -79,14 +110,12 @@ func TestModelRecoversKnownLaws(t *testing.T) {
 		itl:  func(b, a float64) float64 { return 0.02 + 0.001*(b-1) },
 	}
 	atArrival := server{ // a request's speed is fixed by the load it arrived into
-		ttft:     func(q, r float64) float64 { return 0.1 },
-		itl:      func(b, a float64) float64 { return 0.004 + 0.004*(a-1) },
-		together: true,
+		ttft: func(q, r float64) float64 { return 0.1 },
+		itl:  func(b, a float64) float64 { return 0.004 + 0.004*(a-1) },
 	}
 	during := server{ // a token's time is set by the batch it is decoded in
-		ttft:     func(q, r float64) float64 { return 0.1 },
-		itl:      func(b, a float64) float64 { return 0.004 + 0.004*(b-1) },
-		together: true,
+		ttft: func(q, r float64) float64 { return 0.1 },
+		itl:  func(b, a float64) float64 { return 0.004 + 0.004*(b-1) },
 	}
 	tests := []struct {
 		name   string
@@ -120,6 +149,36 @@ func TestModelRecoversKnownLaws(t *testing.T) {
 	}
 }
 
+// An engine that prefills in its decode steps (chunked prefill) slows a
+// decode while prompts wait: the ITL law's δp is that step's extra, told
+// apart from the batch's slope by the probes of a burst that decoded before
+// its last prompt's first token.
+func TestPrefillSharesTheDecodeSteps(t *testing.T) {
+	l := server{ // prompts prefill one at a time, 0.4 s each, in steps every decode shares
+		ttft:  func(q, r float64) float64 { return 0.4 * q },
+		itl:   func(b, a float64) float64 { return 0.01 + 0.0005*(b-1) },
+		stall: 0.02,
+	}
+	f := itlPart(observations(window(l, loads(20, 1, 3), []int{4, 8, 16}, 0.03, 4)), Prior{})
+	for _, c := range []struct {
+		name      string
+		col       int
+		want, tol float64
+	}{{"δ0", 0, 0.01, 0.1}, {"δp", 3, 0.02, 0.15}} {
+		// δb is not asserted: along a burst the batch and the share move
+		// together, and its small slope comes out 20-40% off here (the
+		// capacity's bounds carry that: docs/capacity-model.md).
+		if got := f.fit.beta[c.col]; math.Abs(got-c.want) > c.tol*c.want {
+			t.Errorf("%s = %.5f, want %.5f within %.0f%% (fit %v)", c.name, got, c.want, 100*c.tol, f.fit.beta)
+		}
+	}
+	// Without the stall, δp stays near zero.
+	l.stall = 0
+	if f := itlPart(observations(window(l, loads(20, 1, 3), []int{4, 8, 16}, 0.03, 4)), Prior{}); f.fit.beta[3] > 0.002 {
+		t.Errorf("δp = %.5f without a stall, want about 0 (fit %v)", f.fit.beta[3], f.fit.beta)
+	}
+}
+
 // Mechanism 1 of issue 36: decode speed falls as 1/(a + b·n), so a straight
 // line in tokens/s crosses far too early. The model is linear in the ITL.
 func TestDecodeSpeedIsLinearInTheITL(t *testing.T) {
@@ -143,10 +202,10 @@ func TestBoundsWhereTheDataCannotPlaceIt(t *testing.T) {
 		wantLower float64
 	}{
 		{"no burst yet: one request fits", nil, 1},
-		// 0.5 + 0.2(N-1) = 10 at N = 48.5, far past twice 3; the decode
-		// batch reached 1.5 (the burst's decodes staggered), so the
-		// constant ITL vouches for twice that.
-		{"threshold past twice the bursts", []int{3}, 3},
+		// 0.5 + 0.2(N-1) = 10 at N = 48.5, far past twice 3; the burst's
+		// three decoded together (one TTFT for all), so the constant ITL
+		// vouches for twice 3 as well.
+		{"threshold past twice the bursts", []int{3}, 6},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

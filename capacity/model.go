@@ -15,8 +15,11 @@ import (
 //	TTFT = τ0 + τq·(q−1) + τr·r      q: prompts prefilled with it, itself included
 //	                                  (its level); r: requests running beside it
 //	ITL  = δ0 + δb·(b−1) + δa·(a−b)  b: the batch it decoded in; a: requests in
-//	                                  flight when it arrived, which fix the speed
-//	                                  on servers that plan a request on arrival
+//	       + δp·s                     flight when it arrived, which fix the speed
+//	                                  on servers that plan a request on arrival;
+//	                                  s: the share of its decode while prompts
+//	                                  were waiting for their first token, whose
+//	                                  prefill shares its steps
 //	E2E  = ε0 + εq·(q−1) + εr·r
 //
 // N requests of the use case's shape sent together (the reports' definition)
@@ -39,12 +42,6 @@ const z = 1.96
 // benchmark's own next cell would go. Past it the capacity is a bound.
 const Reach = 2.0
 
-// settledWithin: a burst's probe whose TTFT is within this share of the
-// burst's last decoded after every prefill of it (a tenth: the spread of
-// first tokens a burst decoded together shows at most, where one queued
-// behind a prompt ahead waits a whole prefill more).
-const settledWithin = 0.9
-
 // MinSamples is the fewest observations a law is fitted to: one request
 // alone and one level of requests together give its intercept and slope;
 // how far they scatter comes from the target's other use cases, or a
@@ -58,6 +55,11 @@ type obs struct {
 	level          float64 // the requests together it stands for
 	ttft, e2e, itl float64
 	decodeOK       bool // itl is a decode the batch b describes
+	// prefilling is the share of its decode during which other prompts
+	// waited for their first token: an engine that runs prefill in the
+	// steps that decode (chunked prefill, or a prefill step between two
+	// decode steps) makes every such step longer by the prefill's chunk.
+	prefilling float64
 }
 
 // observations turns a window's points into the model's observations: a
@@ -112,23 +114,45 @@ func observations(points []Point) []obs {
 		ordered := slices.SortedFunc(slices.Values(g), func(a, b Point) int { return cmp.Compare(a.TTFT, b.TTFT) })
 		ahead := math.Max(level-float64(len(g)), 0)
 		running := sent - level
+		spans := make([]float64, 0, len(g))
+		for _, p := range g {
+			spans = append(spans, p.E2E-p.TTFT)
+		}
+		span := Statistic(spans, "p50")
 		for i, p := range ordered {
 			o := obs{q: ahead + float64(i+1), r: running + float64(len(g)-1-i), a: sent, level: level,
 				ttft: p.TTFT, e2e: p.E2E}
 			if p.Cell > 0 {
 				// A bench cell is a closed loop of its concurrency n, every
 				// request of every round in it: one stands, on average,
-				// amid a wave of n, half ahead of it; all decoded amid n.
+				// amid a wave of n, half ahead of it; all decoded amid n,
+				// the n−1 others each arriving once per E2E.
 				o.q, o.r, o.a = (level+1)/2, (level-1)/2, level
 				o.itl, o.b, o.decodeOK = p.ITL, level, true
-			} else if p.TTFT >= settledWithin*ordered[len(g)-1].TTFT {
-				// A probe whose first token came with the burst's last
-				// decoded with every request of the burst admitted and none
-				// of their prefills between its tokens; one before them
-				// decoded between later prompts' prefill chunks, slower
-				// than the batch it met says.
-				o.itl, o.decodeOK = p.ITL, !math.IsNaN(p.ITL)
-				o.b = math.Max(p.InFlight, 1)
+				// Each of the n−1 others waits for its first token for
+				// a TTFT of every E2E: the chance one of them does.
+				o.prefilling = 1 - math.Pow(math.Max(1-p.TTFT/p.E2E, 0), level-1)
+			} else if !math.IsNaN(p.ITL) && span > 0 {
+				// What it decoded beside, as the twin counts it (besides):
+				// production's running requests, and each of the burst's
+				// others for the share of its decode they decoded with it
+				// (the requests in flight would count the prompts still
+				// queued for prefill, which share no decode step); the
+				// burst's prompts waited for their first token until the
+				// last of them came. Its decode is taken to last the
+				// burst's median: with its own length, a probe slowed by
+				// noise would seem to have decoded beside fewer, and the
+				// batch's slope would take the noise for the law.
+				end := p.TTFT + span
+				shared := 0.0
+				for j, q := range ordered {
+					if j != i {
+						shared += math.Max(0, math.Min(end, q.E2E)-math.Max(p.TTFT, q.TTFT))
+					}
+				}
+				o.itl, o.decodeOK = p.ITL, true
+				o.b = 1 + running + shared/span
+				o.prefilling = math.Max(0, math.Min(end, ordered[len(g)-1].TTFT)-p.TTFT) / span
 			}
 			out = append(out, o)
 		}
@@ -159,7 +183,7 @@ func ttftPart(os []obs, pr Prior) part {
 	return p
 }
 
-// itlPart fits ITL = δ0 + δb·(b−1) + δa·(a−b).
+// itlPart fits ITL = δ0 + δb·(b−1) + δa·(a−b) + δp·s.
 func itlPart(os []obs, pr Prior) part {
 	var p part
 	var x [][]float64
@@ -167,7 +191,7 @@ func itlPart(os []obs, pr Prior) part {
 	arrived := 0.0
 	for _, o := range os {
 		if o.decodeOK && o.itl > 0 && !math.IsInf(o.itl, 0) {
-			x, y = append(x, []float64{1, o.b - 1, math.Max(o.a-o.b, 0)}), append(y, o.itl)
+			x, y = append(x, []float64{1, o.b - 1, math.Max(o.a-o.b, 0), o.prefilling}), append(y, o.itl)
 			p.reach, arrived = math.Max(p.reach, o.b), math.Max(arrived, o.a)
 		}
 	}
@@ -190,7 +214,11 @@ func (p *part) fitTo(x [][]float64, y []float64, r Ratio, pr Prior) {
 	if len(y) == 0 {
 		return
 	}
-	nonneg := []bool{false, true, true}
+	// The intercept is free; every slope is held at or above zero.
+	nonneg := make([]bool, len(x[0]))
+	for i := 1; i < len(nonneg); i++ {
+		nonneg[i] = true
+	}
 	scale0 := pr.Scale
 	if !(scale0 > 0) {
 		scale0 = typicalScale

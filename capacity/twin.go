@@ -40,7 +40,7 @@ func (tw twin) with(ttft, itl []float64) twin {
 		tw.ttft = []float64{0, 0, 0}
 	}
 	if tw.itl == nil {
-		tw.itl = []float64{0, 0, 0}
+		tw.itl = []float64{0, 0, 0, 0}
 	}
 	return tw
 }
@@ -49,8 +49,8 @@ func (tw twin) with(ttft, itl []float64) twin {
 type cell struct{ ttft, itl, e2e, decode float64 }
 
 type twinReq struct {
-	slot, round        int
-	arrive, first, end float64
+	slot, round               int
+	arrive, admit, first, end float64
 }
 
 type arrivals []twinReq
@@ -75,23 +75,29 @@ func (tw twin) closed(n int) cell {
 	// Each request's decode batch is the time it shares with others'
 	// decodes, which depends on when they end: a few passes, each with the
 	// batches the one before measured, settle it.
-	var batch map[[2]int]float64
+	var seen map[[2]int]beside
 	var c cell
 	for range twinPasses {
 		var done []twinReq
-		c, done = tw.run(n, batch)
-		batch = decodeBatches(done, tw.running)
+		c, done = tw.run(n, seen)
+		seen = besides(done, tw.running, tw.waiting)
 	}
 	return c
 }
 
-// decodeBatches is each request's mean decode batch: itself, production's
-// running requests and, for each other request, the share of its decode it
-// decoded beside it. With D(t) the requests decoding at t and F its
-// integral, a request decoding from a to b shares F(b) - F(a) - (b - a)
-// request-seconds with the others: one sweep over the sorted starts and
-// ends, not a comparison of every pair.
-func decodeBatches(done []twinReq, running float64) map[[2]int]float64 {
+// beside is what a request decoded beside: its mean decode batch, and the
+// share of its decode during which other prompts were admitted and waited
+// for their first token (the ITL law's s).
+type beside struct{ batch, prefilling float64 }
+
+// besides is what each request decoded beside. Its batch: itself,
+// production's running requests and, for each other request, the share of
+// its decode it decoded beside it. With D(t) the requests decoding at t and
+// F its integral, a request decoding from a to b shares F(b) - F(a) - (b -
+// a) request-seconds with the others: one sweep over the sorted starts and
+// ends, not a comparison of every pair. Production's waiting prompts, when
+// there are any, are prefilling all along.
+func besides(done []twinReq, running, waiting float64) map[[2]int]beside {
 	type edge struct {
 		t float64
 		d int
@@ -115,22 +121,63 @@ func decodeBatches(done []twinReq, running float64) map[[2]int]float64 {
 		i, _ := slices.BinarySearch(ts, t)
 		return fs[min(i, len(fs)-1)]
 	}
-	out := make(map[[2]int]float64, len(done))
+	pending := prefillSpans(done)
+	out := make(map[[2]int]beside, len(done))
 	for _, r := range done {
 		b := 1 + running
 		if span := r.end - r.first; span > 0 {
 			b += math.Max(0, at(r.end)-at(r.first)-span) / span
 		}
-		out[[2]int{r.slot, r.round}] = b
+		s := beside{batch: b, prefilling: 1}
+		if span := r.end - r.first; waiting == 0 && span > 0 {
+			s.prefilling = (pending.upTo(r.end) - pending.upTo(r.first)) / span
+		}
+		out[[2]int{r.slot, r.round}] = s
 	}
 	return out
+}
+
+// spans is a union of disjoint time spans, in order, with the length they
+// cover up to each one's start.
+type spans struct{ from, to, before []float64 }
+
+// prefillSpans is when some request was admitted and waiting for its
+// first token.
+func prefillSpans(done []twinReq) spans {
+	order := slices.SortedFunc(slices.Values(done), func(a, b twinReq) int { return cmp.Compare(a.admit, b.admit) })
+	var s spans
+	covered := 0.0
+	for _, r := range order {
+		if r.first <= r.admit {
+			continue
+		}
+		if n := len(s.to); n > 0 && r.admit <= s.to[n-1] {
+			if r.first > s.to[n-1] {
+				covered += r.first - s.to[n-1]
+				s.to[n-1] = r.first
+			}
+			continue
+		}
+		s.from, s.to, s.before = append(s.from, r.admit), append(s.to, r.first), append(s.before, covered)
+		covered += r.first - r.admit
+	}
+	return s
+}
+
+// upTo is the time the spans cover before t.
+func (s spans) upTo(t float64) float64 {
+	i, _ := slices.BinarySearch(s.from, t) // spans starting before t: [0, i)
+	if i == 0 {
+		return 0
+	}
+	return s.before[i-1] + math.Min(t, s.to[i-1]) - s.from[i-1]
 }
 
 // twinPasses is how many passes closed makes: the batches move little after
 // the second.
 const twinPasses = 2
 
-func (tw twin) run(n int, batch map[[2]int]float64) (cell, []twinReq) {
+func (tw twin) run(n int, seen map[[2]int]beside) (cell, []twinReq) {
 	var c cell
 	pending := make(arrivals, n)
 	for i := range pending {
@@ -149,7 +196,7 @@ func (tw twin) run(n int, batch map[[2]int]float64) (cell, []twinReq) {
 				t = nextEnd(active, t)
 			}
 		}
-		admitted = t
+		admitted, r.admit = t, t
 		kept := active[:0]
 		ahead, running := 0.0, 0.0
 		for _, o := range active {
@@ -175,13 +222,19 @@ func (tw twin) run(n int, batch map[[2]int]float64) (cell, []twinReq) {
 		ttft := tw.ttft[0] + tw.ttft[1]*(ahead+tw.waiting) + tw.ttft[2]*(running+behind+tw.running)
 		r.first = t + math.Max(ttft, 0)
 		inFlight := 1 + ahead + running + behind + tw.running + tw.waiting
-		b, ok := batch[[2]int{r.slot, r.round}]
+		s, ok := seen[[2]int{r.slot, r.round}]
 		if !ok {
 			// The first pass takes every request in flight on arrival to
-			// decode beside it; the later ones measure it.
-			b = inFlight
+			// decode beside it, and prompts to wait for prefill all along
+			// its decode while any are behind it; the later ones measure
+			// both.
+			s = beside{batch: inFlight}
+			if behind+tw.waiting > 0 {
+				s.prefilling = 1
+			}
 		}
-		itl := tw.itl[0] + tw.itl[1]*(b-1) + tw.itl[2]*math.Max(inFlight-b, 0)
+		itl := tw.itl[0] + tw.itl[1]*(s.batch-1) + tw.itl[2]*math.Max(inFlight-s.batch, 0)
+		itl += tw.itl[3] * s.prefilling
 		itl = math.Max(itl, 1e-9)
 		r.end = r.first + (tw.output-1)*itl
 		active = append(active, r)

@@ -117,6 +117,10 @@ func TestModelRecoversKnownLaws(t *testing.T) {
 		ttft: func(q, r float64) float64 { return 0.1 },
 		itl:  func(b, a float64) float64 { return 0.004 + 0.004*(b-1) },
 	}
+	bending := server{ // a decode step that grows faster than the batch
+		ttft: func(q, r float64) float64 { return 0.1 },
+		itl:  func(b, a float64) float64 { return 0.004 + 0.0004*(b-1) + 0.00005*(b-1)*(b-1) },
+	}
 	tests := []struct {
 		name   string
 		server server
@@ -134,6 +138,9 @@ func TestModelRecoversKnownLaws(t *testing.T) {
 		// Both rounds decode together: 1/(0.004 + 0.004(N-1)) = 10 tok/s at N = 25.
 		{"ITL fixed on arrival", atArrival, UseCase{DecodeMin: 10, OutputTokens: 64}, []int{4, 8, 16}, 25},
 		{"ITL set during decode", during, UseCase{DecodeMin: 10, OutputTokens: 64}, []int{4, 8, 16}, 25},
+		// 0.0004(N-1) + 0.00005(N-1)² = 0.096 at N-1 = 40. A line through the bursts reads
+		// "at least 64" (bounds past the truth).
+		{"ITL bending up with the batch", bending, UseCase{DecodeMin: 10, OutputTokens: 64}, []int{8, 16, 32}, 41},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -204,13 +211,14 @@ func TestBoundsWhereTheDataCannotPlaceIt(t *testing.T) {
 		{"no burst yet: one request fits", nil, 1},
 		// 0.5 + 0.2(N-1) = 10 at N = 48.5, far past twice 3; the burst's
 		// three decoded together (one TTFT for all), so the constant ITL
-		// vouches for twice 3 as well.
+		// vouches for twice 3 as well, less the few percent by which their
+		// noisy decodes did not overlap.
 		{"threshold past twice the bursts", []int{3}, 6},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			e := Evaluate("a", u, window(l, loads(12, 1, 1), tc.bursts, 0.02, 3), 1, 0)
-			if e.Bound != "lower" || !math.IsNaN(e.Capacity) || math.Abs(e.Lower-tc.wantLower) > 1e-9 || !(e.Upper > e.Lower) {
+			if e.Bound != "lower" || !math.IsNaN(e.Capacity) || math.Abs(e.Lower-tc.wantLower) > 0.05*tc.wantLower || !(e.Upper > e.Lower) {
 				t.Errorf("capacity %v bound %q [%v, %v], want a lower bound of %v", e.Capacity, e.Bound, e.Lower, e.Upper, tc.wantLower)
 			}
 			if !math.IsNaN(e.Free) || !math.IsNaN(e.Ratio) || e.Margin < 0 || e.Why == "" {

@@ -160,6 +160,11 @@ func observations(points []Point) []obs {
 	return out
 }
 
+// curved is the ITL law's column of (b−1)²: a decode step that grows faster
+// than the batch once it is compute-bound, or reads a KV cache that grows
+// with it. Physics bends it up, never down (held at or above zero).
+const curved = 4
+
 // part is one fitted law, TTFT's or ITL's.
 type part struct {
 	fit   linearFit
@@ -183,7 +188,8 @@ func ttftPart(os []obs, pr Prior) part {
 	return p
 }
 
-// itlPart fits ITL = δ0 + δb·(b−1) + δa·(a−b) + δp·s.
+// itlPart fits ITL = δ0 + δb·(b−1) + δa·(a−b) + δp·s + δ2·(b−1)², the
+// last only where the data show it (curved).
 func itlPart(os []obs, pr Prior) part {
 	var p part
 	var x [][]float64
@@ -191,11 +197,19 @@ func itlPart(os []obs, pr Prior) part {
 	arrived := 0.0
 	for _, o := range os {
 		if o.decodeOK && o.itl > 0 && !math.IsInf(o.itl, 0) {
-			x, y = append(x, []float64{1, o.b - 1, math.Max(o.a-o.b, 0), o.prefilling}), append(y, o.itl)
+			x, y = append(x, []float64{1, o.b - 1, math.Max(o.a-o.b, 0), o.prefilling, (o.b - 1) * (o.b - 1)}), append(y, o.itl)
 			p.reach, arrived = math.Max(p.reach, o.b), math.Max(arrived, o.a)
 		}
 	}
 	p.fitTo(x, y, pr.ITL, pr)
+	if p.ok && p.fit.used[curved] && p.fit.beta[curved] < z*math.Sqrt(p.fit.cov[curved][curved]) {
+		// A bend the data cannot tell from noise is left out: with it, a
+		// line's noise would bend the extrapolation either way.
+		for _, r := range x {
+			r[curved] = 0
+		}
+		p.fitTo(x, y, pr.ITL, pr)
+	}
 	if p.ok && p.fit.used[2] {
 		// A server that fixes a request's speed on arrival (δa > 0) was
 		// measured as far as the requests its probes arrived into, however

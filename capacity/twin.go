@@ -40,7 +40,7 @@ func (tw twin) with(ttft, itl []float64) twin {
 		tw.ttft = []float64{0, 0, 0}
 	}
 	if tw.itl == nil {
-		tw.itl = []float64{0, 0, 0, 0}
+		tw.itl = []float64{0, 0, 0, 0, 0}
 	}
 	return tw
 }
@@ -234,7 +234,7 @@ func (tw twin) run(n int, seen map[[2]int]beside) (cell, []twinReq) {
 			}
 		}
 		itl := tw.itl[0] + tw.itl[1]*(s.batch-1) + tw.itl[2]*math.Max(inFlight-s.batch, 0)
-		itl += tw.itl[3] * s.prefilling
+		itl += tw.itl[3]*s.prefilling + tw.itl[curved]*(s.batch-1)*(s.batch-1)
 		itl = math.Max(itl, 1e-9)
 		r.end = r.first + (tw.output-1)*itl
 		active = append(active, r)

@@ -44,6 +44,21 @@ type Config struct {
 	// buckets and native ones, or "native" only, for a fleet whose classic
 	// buckets would make /metrics too large (docs/operations.md).
 	ProbeHistograms string `yaml:"probe_histograms"`
+	// Autoscaling is what `headroom rules` writes the pools' replica rules
+	// with; the daemon itself does not read it.
+	Autoscaling Autoscaling `yaml:"autoscaling"`
+}
+
+// Autoscaling sets the per-pool replica rules (docs/operations.md#autoscaling).
+type Autoscaling struct {
+	// Headroom is the share of each replica's capacity (its lower bound)
+	// kept free: the replicas needed are those that carry the pool's load
+	// within the rest.
+	Headroom float64 `yaml:"headroom"`
+	// ScaleDownStabilization is how long one replica fewer must have been
+	// safe before the desired replicas drop: what keeps the signal from
+	// flapping with a load that comes and goes.
+	ScaleDownStabilization time.Duration `yaml:"scale_down_stabilization"`
 }
 
 // Calibration lets the daemon send bursts of concurrent probes of a use
@@ -245,7 +260,8 @@ func (c *Config) setDirectory(dir string) {
 func Parse(b []byte) (*Config, error) {
 	// Calibration is on unless the file turns it off: without bursts, a
 	// window's lone probes at production's loads rarely span a curve.
-	c := &Config{Calibration: Calibration{Enabled: true}}
+	// A headroom of 0 is a choice (none kept free), not a missing key.
+	c := &Config{Calibration: Calibration{Enabled: true}, Autoscaling: Autoscaling{Headroom: 0.2}}
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) {
@@ -290,6 +306,9 @@ func (c *Config) applyDefaults() {
 	}
 	if c.ProbeHistograms == "" {
 		c.ProbeHistograms = "both"
+	}
+	if c.Autoscaling.ScaleDownStabilization == 0 {
+		c.Autoscaling.ScaleDownStabilization = 15 * time.Minute
 	}
 	for i := range c.Targets {
 		c.Targets[i].SetDefaults()
@@ -405,6 +424,14 @@ func (c *Config) Validate() error {
 	}
 	if c.ProbeHistograms != "both" && c.ProbeHistograms != "native" {
 		bad("probe_histograms", "must be both or native, got %q", c.ProbeHistograms)
+	}
+	// Written so NaN fails too; at 1 no load fits and the replicas needed divide by zero.
+	if h := c.Autoscaling.Headroom; !(h >= 0 && h <= 0.9) {
+		bad("autoscaling.headroom", "must be in [0, 0.9], got %g", h)
+	}
+	// The rules are evaluated every minute: a shorter window holds nothing.
+	if w := c.Autoscaling.ScaleDownStabilization; w < time.Minute || w%time.Minute != 0 {
+		bad("autoscaling.scale_down_stabilization", "must be whole minutes, at least 1m, got %s", w)
 	}
 	switch c.Power.Source {
 	case "auto", "nvml", "none":

@@ -142,6 +142,10 @@ func TestParseErrorsNamePath(t *testing.T) {
 		{base + "scenarios:\n  - name: s\n    input_tokens: 1024\n    output_tokens: 16777217\n", "scenarios[0].output_tokens: must be from 2 (ITL needs two tokens) to 16777216"},
 		{base + "use_cases:\n  - name: u\n    scenario: ctx-1k\n    decode_min_tps: .nan\n", "use_cases[0].decode_min_tps: must be a number from 0 to 1e+06, got NaN"},
 		{base + "use_cases:\n  - name: u\n    scenario: ctx-1k\n    decode_min_tps: .inf\n", "use_cases[0].decode_min_tps: must be a number from 0 to 1e+06, got +Inf"},
+		{base + "autoscaling: {headroom: 1}\n", "autoscaling.headroom: must be in [0, 0.9], got 1"},
+		{base + "autoscaling: {headroom: .nan}\n", "autoscaling.headroom: must be in [0, 0.9], got NaN"},
+		{base + "autoscaling: {scale_down_stabilization: 30s}\n", "autoscaling.scale_down_stabilization: must be whole minutes, at least 1m, got 30s"},
+		{base + "autoscaling: {scale_down_stabilization: 90s}\n", "autoscaling.scale_down_stabilization: must be whole minutes, at least 1m, got 1m30s"},
 	}
 	for _, tc := range tests {
 		_, err := Parse([]byte(tc.yaml))
@@ -345,6 +349,27 @@ func TestCalibrationAndCurveWindowDefaults(t *testing.T) {
 		}
 		if c.Calibration.Enabled != tc.enabled {
 			t.Errorf("%q: calibration enabled = %v, want %v", tc.yaml, c.Calibration.Enabled, tc.enabled)
+		}
+	}
+}
+
+// A headroom left out is 20%; one written as 0 stays 0 (nothing kept free).
+func TestAutoscalingDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		yaml     string
+		headroom float64
+		window   time.Duration
+	}{
+		{"targets: []\n", 0.2, 15 * time.Minute},
+		{"targets: []\nautoscaling: {headroom: 0}\n", 0, 15 * time.Minute},
+		{"targets: []\nautoscaling: {headroom: 0.3, scale_down_stabilization: 1h}\n", 0.3, time.Hour},
+	} {
+		c, err := Parse([]byte(tc.yaml))
+		if err != nil {
+			t.Fatalf("%q: %v", tc.yaml, err)
+		}
+		if c.Autoscaling.Headroom != tc.headroom || c.Autoscaling.ScaleDownStabilization != tc.window {
+			t.Errorf("%q: autoscaling %+v, want headroom %g and stabilization %s", tc.yaml, c.Autoscaling, tc.headroom, tc.window)
 		}
 	}
 }

@@ -14,7 +14,7 @@ type Capacity struct {
 	useCases                                          func() []capacity.UseCase
 	estimates                                         func() []capacity.Estimate
 	threshold, margin, capacity, free, ratio, samples *prometheus.Desc
-	lower, upper, info                                *prometheus.Desc
+	lower, upper, info, sloLower                      *prometheus.Desc
 }
 
 // NewCapacity returns a collector over the given sources.
@@ -29,13 +29,16 @@ func NewCapacity(useCases func() []capacity.UseCase, estimates func() []capacity
 		free:      prometheus.NewDesc("headroom_free_requests", "How many more requests of the use case's shape fit on top of the load now; absent while the capacity is only a bound.", tu, nil),
 		ratio:     prometheus.NewDesc("headroom_ratio", "Headroom: free requests over the capacity, 0 to 1; absent while the capacity is only a bound.", tu, nil),
 		samples:   prometheus.NewDesc("headroom_capacity_samples", "Observations the use case's model rests on: lone probes, bursts and bench cells in its curve window.", tu, nil),
-		info:      prometheus.NewDesc("headroom_use_case_info", "A use case and the scenario its probes run, always 1: joins thresholds to their scenario.", []string{"use_case", "scenario"}, nil),
+		// Per threshold: the one whose bound is least sets the capacity's,
+		// and the pools' replica rules name it as their reason.
+		sloLower: prometheus.NewDesc("headroom_slo_capacity_lower_requests", "Lower bound of the requests of the use case's shape sent together at which one threshold's law reaches it (the fit's 95% band); the least is headroom_capacity_lower_requests while the laws have slopes.", []string{"target", "use_case", "slo"}, nil),
+		info:     prometheus.NewDesc("headroom_use_case_info", "A use case and the scenario its probes run, always 1: joins thresholds to their scenario.", []string{"use_case", "scenario"}, nil),
 	}
 }
 
 // Describe implements prometheus.Collector.
 func (c *Capacity) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.threshold, c.margin, c.capacity, c.free, c.ratio, c.samples, c.lower, c.upper, c.info} {
+	for _, d := range []*prometheus.Desc{c.threshold, c.margin, c.capacity, c.free, c.ratio, c.samples, c.lower, c.upper, c.info, c.sloLower} {
 		ch <- d
 	}
 }
@@ -55,6 +58,11 @@ func (c *Capacity) Collect(ch chan<- prometheus.Metric) {
 		if !math.IsNaN(e.Lower) {
 			ch <- prometheus.MustNewConstMetric(c.lower, prometheus.GaugeValue, e.Lower, l...)
 			ch <- prometheus.MustNewConstMetric(c.upper, prometheus.GaugeValue, e.Upper, l...)
+		}
+		for _, s := range e.SLOs {
+			if !math.IsNaN(s.Lower) {
+				ch <- prometheus.MustNewConstMetric(c.sloLower, prometheus.GaugeValue, s.Lower, e.Target, e.UseCase, s.Name)
+			}
 		}
 		if !math.IsNaN(e.Margin) {
 			ch <- prometheus.MustNewConstMetric(c.margin, prometheus.GaugeValue, e.Margin, l...)

@@ -49,6 +49,7 @@ var Metrics = []Metric{
 	{"headroom_capacity_samples", "gauge", []string{"target", "use_case"}},
 	{"headroom_capacity_lower_requests", "gauge", []string{"target", "use_case"}},
 	{"headroom_capacity_upper_requests", "gauge", []string{"target", "use_case"}},
+	{"headroom_slo_capacity_lower_requests", "gauge", []string{"slo", "target", "use_case"}},
 	{"headroom_use_case_info", "gauge", []string{"scenario", "use_case"}},
 	{"headroom_gpu_power_watts", "gauge", []string{"gpu", "target", "uuid"}},
 	{"headroom_gpu_energy_joules_total", "counter", []string{"gpu", "target", "uuid"}},

@@ -88,8 +88,10 @@ func Rules(cfg *config.Config, opts Options) ([]byte, error) {
 		opts.Job = "headroom"
 	}
 	var b bytes.Buffer
+	h := cfg.Autoscaling.Headroom
 	err := tmpl.Execute(&b, map[string]any{"UseCases": ucs, "Windows": Windows, "Job": opts.Job, "Native": native(cfg),
-		"UnknownFor": unknownFor(cfg)})
+		"UnknownFor": unknownFor(cfg), "Headroom": strconv.FormatFloat(100*h, 'g', -1, 64) + "%",
+		"Used": strconv.FormatFloat(1-h, 'g', 10, 64), "Stabilization": model.Duration(cfg.Autoscaling.ScaleDownStabilization).String()})
 	if err != nil {
 		return nil, fmt.Errorf("render rules: %w", err)
 	}

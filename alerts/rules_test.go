@@ -32,7 +32,7 @@ func promtool(t *testing.T) string {
 
 func TestPromtool(t *testing.T) {
 	bin := promtool(t)
-	for _, args := range [][]string{{"check", "rules", "headroom.rules.yml"}, {"test", "rules", "headroom.rules.test.yml"}} {
+	for _, args := range [][]string{{"check", "rules", "headroom.rules.yml"}, {"test", "rules", "headroom.rules.test.yml", "autoscaling.rules.test.yml"}} {
 		out, err := exec.Command(bin, args...).CombinedOutput()
 		if err != nil {
 			t.Errorf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
@@ -112,6 +112,7 @@ scenarios: [{name: ctx-16k, input_tokens: 16384, output_tokens: 64}]
 use_cases:
   - {name: summarize, scenario: ctx-16k, ttft_max: 7s, decode_min_tps: 12}
   - {name: agent-loop, scenario: ctx-16k, itl_max: 50ms}
+autoscaling: {headroom: 0.3, scale_down_stabilization: 1h}
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -121,7 +122,8 @@ use_cases:
 		t.Fatal(err)
 	}
 	for _, want := range []string{`le="5"`, `le="15"`, `le="0.05"`, `use_case: agent-loop`, `up{job="llm-headroom"}`,
-		"# summarize, ttft_seconds: threshold 7 is no bucket bound: probes above 5 count as errors"} {
+		"# summarize, ttft_seconds: threshold 7 is no bucket bound: probes above 5 count as errors",
+		"<= bool 0.7)", "/ 0.7\n", "max_over_time(pool:headroom_replicas_desired:max[1h])", "with 30% free"} {
 		if !bytes.Contains(rules, []byte(want)) {
 			t.Errorf("rules lack %s", want)
 		}

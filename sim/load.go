@@ -37,6 +37,23 @@ func (s Steps) Users(t float64) int {
 	return s.Levels[i]
 }
 
+// Rising holds Start users for Hold virtual seconds, then adds Growth of
+// them each virtual minute, compounded: a morning's ramp after a steady
+// night, the load an autoscaler has to get ahead of.
+type Rising struct {
+	Start  int
+	Hold   float64
+	Growth float64 // per minute: 0.01 is 1% a minute
+}
+
+// Users implements Pattern.
+func (r Rising) Users(t float64) int {
+	if t <= r.Hold {
+		return r.Start
+	}
+	return int(math.Round(float64(r.Start) * math.Pow(1+r.Growth, (t-r.Hold)/60)))
+}
+
 // Shape is one kind of request in a traffic mix.
 type Shape struct {
 	Context, Output int

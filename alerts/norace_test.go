@@ -1,0 +1,5 @@
+//go:build !race
+
+package alerts
+
+const raceEnabled = false

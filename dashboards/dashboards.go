@@ -157,6 +157,20 @@ func Capacity() *dashboard.DashboardBuilder {
 		WithPanel(series("Targets with and without an estimate", "How many of the pool's targets the sums cover, and how many they leave out for want of an estimate.", "short",
 			q(`pool_use_case:headroom_targets_estimated:count{`+selPU+`}`, "estimated {{pool}} {{use_case}}"),
 			q(`pool_use_case:headroom_targets_unestimated:count{`+selPU+`}`, "no estimate {{pool}} {{use_case}}"))).
+		// Observe only: what an autoscaler reading the pool rules' signal
+		// would set, beside what the pool has (docs/operations.md#autoscaling).
+		WithRow(dashboard.NewRowBuilder("What the autoscaler would do")).
+		WithPanel(series("Replicas: the pool has, an autoscaler would set", "The pool's targets beside the signal the KEDA and HPA examples scale on: up at once when the load needs more, down by one only after the survivors have held it for the stabilization window. Unstabilized: the rules' reading of this minute.", "short",
+			q(`pool:headroom_targets:count{pool=~"$pool"}`, "has {{pool}}"),
+			q(`pool:headroom_replicas_desired:stabilized{pool=~"$pool"}`, "would set {{pool}}"),
+			q(`pool:headroom_replicas_desired:max{pool=~"$pool"}`, "unstabilized {{pool}}"))).
+		WithPanel(series("Replicas needed, and why", "Per use case, the replicas of the pool's average capacity lower bound that carry its load with the configured headroom free; the reason series names the use case and threshold that set the most.", "short",
+			q(`pool_use_case:headroom_replicas_needed:ceil{`+selPU+`}`, "{{pool}} {{use_case}}"),
+			q(`pool_use_case_slo:headroom_replicas_needed:binding{`+selPU+`}`, "set by {{pool}} {{use_case}} {{slo}}"))).
+		WithPanel(series("Survivors' share if one replica went", "The busiest target's load times N/(N-1) over its capacity's lower bound: one replica fewer is safe while every use case's stays under 1 - headroom and every target has an estimate.", "percentunit",
+			q(`pool_use_case:headroom_survivor_lower_used:ratio{`+selPU+`}`, "{{pool}} {{use_case}}"))).
+		WithPanel(series("Time until the pool's free requests run out", "At the last 30 minutes' trend of the pool's summed free requests; empty while they do not fall. PoolCapacityExhaustionForecast fires under 30 minutes.", "s",
+			q(`pool_use_case:headroom_free_requests_exhaustion_seconds:deriv30m{`+selPU+`}`, "{{pool}} {{use_case}}"))).
 		WithRow(dashboard.NewRowBuilder("Over time")).
 		WithPanel(series("Capacity vs load", "Estimated capacity per use case and the requests in flight.", "short",
 			q(`headroom_capacity_requests{`+selTU+`}`, "capacity {{target}} {{use_case}}"),

@@ -22,6 +22,7 @@ type demoCmd struct {
 	logCfg *promslog.Config
 	web    *webFlags
 	sim    simFlags
+	pool   int
 }
 
 func newDemoCmd(app *kingpin.Application, s settings, logCfg *promslog.Config) *demoCmd {
@@ -31,6 +32,7 @@ func newDemoCmd(app *kingpin.Application, s settings, logCfg *promslog.Config) *
 	addSimFlags(c.cmd, &c.sim, "daily")
 	c.cmd.GetFlag("time-scale").Default(fmt.Sprint(demoTimeScale))
 	c.cmd.GetFlag("load.period").Default(demoDay.String())
+	c.cmd.Flag("pool", "Simulated replicas in the demo's pool, each under its own background load: the pool rules of `headroom rules` size it.").Default("1").IntVar(&c.pool)
 	return c
 }
 
@@ -48,12 +50,19 @@ const (
 	demoInterval  = 10 * time.Second
 )
 
-// demoConfig probes the simulator with the default scenarios and use cases,
-// at the demo's budget and interval.
-func demoConfig(simURL string) string {
+// demoConfig probes the simulators, one pool named demo, with the default
+// scenarios and use cases, at the demo's budget and interval.
+func demoConfig(simURLs []string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "targets:\n  - name: sim\n    url: %s\npower:\n  source: dcgm\n  dcgm_url: %s/metrics\nprobe_budget: %g\nscenarios:\n",
-		simURL, simURL, demoBudget)
+	b.WriteString("targets:\n")
+	for i, u := range simURLs {
+		name := "sim"
+		if len(simURLs) > 1 {
+			name = fmt.Sprintf("sim%d", i)
+		}
+		fmt.Fprintf(&b, "  - {name: %s, url: '%s', pool: demo}\n", name, u)
+	}
+	fmt.Fprintf(&b, "power:\n  source: dcgm\n  dcgm_url: %s/metrics\nprobe_budget: %g\nscenarios:\n", simURLs[0], demoBudget)
 	for _, s := range config.DefaultScenarios() {
 		fmt.Fprintf(&b, "  - {name: %s, input_tokens: %d, output_tokens: %d, interval: %s}\n", s.Name, s.InputTokens, s.OutputTokens, demoInterval)
 	}
@@ -64,19 +73,26 @@ func (c *demoCmd) run() int {
 	logger := promslog.New(c.logCfg)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		logger.Error("listen for simulator", "err", err)
+	if c.pool < 1 {
+		logger.Error("--pool must be at least 1", "pool", c.pool)
 		return 1
 	}
-	_, shutdown, err := startSim(ctx, logger, &c.sim, l)
-	if err != nil {
-		logger.Error("start simulator", "err", err)
-		return 1
+	var simURLs []string
+	for i := range c.pool {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			logger.Error("listen for simulator", "err", err)
+			return 1
+		}
+		_, shutdown, err := startSim(ctx, logger, &c.sim, l, uint64(i+1))
+		if err != nil {
+			logger.Error("start simulator", "err", err)
+			return 1
+		}
+		defer shutdown()
+		simURLs = append(simURLs, "http://"+l.Addr().String())
 	}
-	defer shutdown()
-	simURL := "http://" + l.Addr().String()
-	cfgText := demoConfig(simURL)
+	cfgText := demoConfig(simURLs)
 	d, err := newDaemon(logger, fleet.Shard{}, func() (*config.Config, error) { return config.Parse([]byte(cfgText)) })
 	if err != nil {
 		logger.Error("demo config", "err", err)
@@ -86,9 +102,10 @@ func (c *demoCmd) run() int {
 		for _, a := range addrs {
 			base := "http://" + strings.Replace(a.String(), "[::]", "localhost", 1)
 			fmt.Printf("headroom demo\n  status page:    %s/status\n  landing page:   %s/\n  metrics:        %s/metrics\n  capacity JSON:  %s/api/v1/status\n  simulator:      %s (profile %s)\n"+
-				"  chosen:         simulator at %gx real time, %d-%d users over a %s simulated day; probe budget %g%%, each scenario due every %s\n"+
+				"  pool demo:      %d simulated replicas; the pool rules of `headroom rules` size it in Prometheus\n"+
+				"  chosen:         simulator at %gx real time, load %s; probe budget %g%%, each scenario due every %s\n"+
 				"                 (production: 2%%, every 5m). Capacity appears within about 3 minutes.\nPress Ctrl-C to stop.\n",
-				base, base, base, base, simURL, c.sim.profile, c.sim.timeScale, c.sim.loadMin, c.sim.loadMax, c.sim.period, 100*demoBudget, demoInterval)
+				base, base, base, base, strings.Join(simURLs, " "), c.sim.profile, c.pool, c.sim.timeScale, c.sim.describe(), 100*demoBudget, demoInterval)
 		}
 	})
 }

@@ -25,7 +25,7 @@ const DefaultProfile = "qwen3-coder-30b-a3b-fp8-h200-vllm"
 
 type simFlags struct {
 	profile, style, load, levels string
-	timeScale                    float64
+	timeScale, growth            float64
 	loadMin, loadMax             int
 	period, hold                 time.Duration
 }
@@ -34,12 +34,13 @@ func addSimFlags(cmd *kingpin.CmdClause, f *simFlags, defaultLoad string) {
 	cmd.Flag("profile", "Simulator profile (see `headroom sim profiles`).").Default(DefaultProfile).StringVar(&f.profile)
 	cmd.Flag("time-scale", "Virtual seconds per wall second; > 1 runs faster than real time.").Default("1").Float64Var(&f.timeScale)
 	cmd.Flag("metrics-style", "Engine metric names on /metrics: vllm or sglang.").Default("vllm").EnumVar(&f.style, "vllm", "sglang")
-	cmd.Flag("load", "Background load: none, daily (a compressed day) or steps (fixed levels).").Default(defaultLoad).EnumVar(&f.load, "none", "daily", "steps")
-	cmd.Flag("load.min", "Fewest background users (daily).").Default("1").IntVar(&f.loadMin)
+	cmd.Flag("load", "Background load: none, daily (a compressed day), steps (fixed levels) or rising (load.min users for load.hold, then load.growth more each minute).").Default(defaultLoad).EnumVar(&f.load, "none", "daily", "steps", "rising")
+	cmd.Flag("load.min", "Fewest background users (daily); the users to start from (rising).").Default("1").IntVar(&f.loadMin)
 	cmd.Flag("load.max", "Most background users (daily).").Default("12").IntVar(&f.loadMax)
 	cmd.Flag("load.period", "Virtual length of one compressed day (daily).").Default("20m").DurationVar(&f.period)
 	cmd.Flag("load.levels", "Comma-separated user counts (steps).").Default("1,2,4,8").StringVar(&f.levels)
-	cmd.Flag("load.hold", "Virtual time each level holds (steps).").Default("5m").DurationVar(&f.hold)
+	cmd.Flag("load.hold", "Virtual time each level holds (steps), or the start before it rises (rising).").Default("5m").DurationVar(&f.hold)
+	cmd.Flag("load.growth", "Users added each virtual minute, compounded (rising): 0.01 is 1% a minute.").Default("0.01").Float64Var(&f.growth)
 }
 
 func (f *simFlags) pattern() (sim.Pattern, error) {
@@ -59,12 +60,32 @@ func (f *simFlags) pattern() (sim.Pattern, error) {
 			levels = append(levels, n)
 		}
 		return sim.Steps{Levels: levels, Hold: f.hold.Seconds()}, nil
+	case "rising":
+		if f.loadMin < 1 || !(f.growth >= 0) || f.hold < 0 {
+			return nil, errors.New("--load rising needs load.min >= 1, load.growth >= 0 and load.hold >= 0")
+		}
+		return sim.Rising{Start: f.loadMin, Hold: f.hold.Seconds(), Growth: f.growth}, nil
 	}
 	return nil, nil
 }
 
-// startSim starts a simulated server on l; it stops when ctx ends.
-func startSim(ctx context.Context, logger *slog.Logger, f *simFlags, l net.Listener) (*sim.Server, func(), error) {
+// describe says what background load the flags ask for, in virtual time.
+func (f *simFlags) describe() string {
+	switch f.load {
+	case "daily":
+		return fmt.Sprintf("daily, %d-%d users over a %s simulated day", f.loadMin, f.loadMax, f.period)
+	case "steps":
+		return fmt.Sprintf("steps of %s users, %s each", f.levels, f.hold)
+	case "rising":
+		return fmt.Sprintf("rising, %d users for %s, then %g%% more each minute", f.loadMin, f.hold, 100*f.growth)
+	}
+	return f.load
+}
+
+// startSim starts a simulated server on l; it stops when ctx ends. seed
+// sets when its background users arrive and what they send: replicas of a
+// demo's pool differ by it.
+func startSim(ctx context.Context, logger *slog.Logger, f *simFlags, l net.Listener, seed uint64) (*sim.Server, func(), error) {
 	if f.timeScale <= 0 {
 		return nil, nil, errors.New("--time-scale must be positive")
 	}
@@ -83,7 +104,7 @@ func startSim(ctx context.Context, logger *slog.Logger, f *simFlags, l net.Liste
 	go func() { srv.Run(ctx); done <- struct{}{} }()
 	go func() {
 		if pat != nil {
-			srv.RunLoad(ctx, pat, sim.DefaultMix, 1)
+			srv.RunLoad(ctx, pat, sim.DefaultMix, seed)
 		}
 		done <- struct{}{}
 	}()
@@ -163,7 +184,7 @@ func (c *simCmd) runServe() int {
 	if c.fleet > 0 {
 		return c.serveFleet(ctx, logger, l)
 	}
-	_, shutdown, err := startSim(ctx, logger, &c.flags, l)
+	_, shutdown, err := startSim(ctx, logger, &c.flags, l, 1)
 	if err != nil {
 		logger.Error("start simulator", "err", err)
 		return 1

@@ -37,7 +37,7 @@ func NewTargets(status func() []TargetStatus) *Targets {
 		up:       prometheus.NewDesc("headroom_target_up", "1 if the target's own /metrics could be read.", []string{"target"}, nil),
 		requests: prometheus.NewDesc("headroom_target_requests", "Requests on the target by state, from its engine's metrics.", []string{"target", "state"}, nil),
 		kv:       prometheus.NewDesc("headroom_target_kv_cache_usage_ratio", "KV-cache usage, 0..1.", []string{"target"}, nil),
-		load:     prometheus.NewDesc("headroom_load_requests", "Concurrent requests now (running + waiting).", []string{"target"}, nil),
+		load:     prometheus.NewDesc("headroom_load_requests", "Concurrent requests now (running + waiting), headroom's own probes in flight excluded.", []string{"target"}, nil),
 	}
 }
 

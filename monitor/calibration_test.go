@@ -82,7 +82,15 @@ use_cases: [{name: chatbot, scenario: ctx-8k, ttft_max: 2s, decode_min_tps: 15}]
 		reg := prometheus.NewRegistry()
 		mon := monitor.New(slog.New(slog.DiscardHandler), collector.NewProbes(reg, false), rec, est, monitor.WithDial(ln.Dial))
 		mon.Apply(ctx, cfg)
-		time.Sleep(time.Hour)
+		// The load the status reads is production's, none on this idle
+		// server, through every burst.
+		most := 0.0
+		for range 3600 {
+			time.Sleep(time.Second)
+			for _, s := range mon.Status() {
+				most = math.Max(most, s.Load.InFlight())
+			}
+		}
 		mon.Stop() // every probe sent is recorded, or dropped from both
 		cancel()
 		_ = hs.Close()
@@ -131,6 +139,9 @@ use_cases: [{name: chatbot, scenario: ctx-8k, ttft_max: 2s, decode_min_tps: 15}]
 		}
 		if len(rec.lone) == 0 {
 			t.Fatal("no lone probe")
+		}
+		if most > 1 {
+			t.Errorf("the status read a load of %v on an idle server: headroom's own probes counted as production", most)
 		}
 		for _, tc := range []struct {
 			histogram, results string

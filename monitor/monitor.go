@@ -436,7 +436,7 @@ func (t *target) scrape(ctx context.Context) (engine.Load, bool) {
 	if d, ok := t.decode.add(l, time.Now()); ok && t.m.rec != nil {
 		t.m.rec.Decoded(t.cfg.Name, d)
 	}
-	t.up, t.lastErr, t.load, t.seen = true, "", l, l
+	t.up, t.lastErr, t.load, t.seen = true, "", production(l, float64(len(t.inFlight))), l
 	for acc := range t.inFlight {
 		acc.add(l.InFlight())
 	}
@@ -444,6 +444,20 @@ func (t *target) scrape(ctx context.Context) (engine.Load, bool) {
 		p.add(time.Now(), l.PrefilledTokens)
 	}
 	return l, true
+}
+
+// production is the engine's load less headroom's own probes in flight:
+// the load that the status, the free requests and the pools' replica rules
+// read is production's, so that a calibration burst of 19 does not read as
+// 19 more users (nor page as a lack of headroom). The engine does not say
+// which of its requests wait, so the probes come off the running first; a
+// probe not yet arrived at the server takes off one too many, never below
+// zero.
+func production(l engine.Load, own float64) engine.Load {
+	off := math.Min(own, l.Running)
+	l.Running -= off
+	l.Waiting = math.Max(l.Waiting-(own-off), 0)
+	return l
 }
 
 func (t *target) scrapeLoop(ctx context.Context) {

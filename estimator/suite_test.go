@@ -147,8 +147,8 @@ func TestGeneralizationSuite(t *testing.T) {
 		}
 		var s tally
 		s.add(all...)
-		// Floors under the fitted model's full runs (271 within, 302 inside,
-		// 18 off 2x of 450, twice; docs/capacity.md), with room for the
+		// Floors under the fitted model's full run (293 within, 323 inside,
+		// 20 off 2x of 450; docs/capacity.md), with room for the
 		// order goroutines wake in at one instant of virtual time: a
 		// change that loses accuracy fails.
 		if s.within < suiteWithin || s.inside < suiteInside || s.off2x > suiteOff2x {
@@ -172,9 +172,9 @@ func TestGeneralizationSuite(t *testing.T) {
 // The suite's floors (see TestGeneralizationSuite); issue 36 asks for 405
 // within, 428 inside and none off 2x (HEADROOM_SUITE_ASSERT=1).
 const (
-	suiteWithin = 255
-	suiteInside = 285
-	suiteOff2x  = 30
+	suiteWithin = 280
+	suiteInside = 310
+	suiteOff2x  = 27
 )
 
 // tally counts verdicts.

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/prometheus/prometheus/promql/promqltest"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/headroom-dev/headroom/config"
 	"github.com/headroom-dev/headroom/internal/contract"

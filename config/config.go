@@ -19,7 +19,7 @@ import (
 	"unicode/utf8"
 
 	promconfig "github.com/prometheus/common/config"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/headroom-dev/headroom/internal/contract"
 )

@@ -6,7 +6,7 @@ import (
 	"regexp"
 	"strconv"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // yamlLine is how yaml.v3 starts each message of a TypeError.

@@ -265,11 +265,7 @@ func Parse(b []byte) (*Config, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(c); err != nil && !errors.Is(err, io.EOF) {
-		var doc yaml.Node
-		if yaml.Unmarshal(b, &doc) == nil {
-			err = withPaths(err, &doc)
-		}
-		return nil, fmt.Errorf("parse: %w", err)
+		return nil, fmt.Errorf("parse: %w", decodeError(err, b))
 	}
 	c.applyDefaults()
 	if err := c.Validate(); err != nil {

@@ -3,12 +3,15 @@ package config
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	promconfig "github.com/prometheus/common/config"
+
+	"github.com/headroom-dev/headroom/internal/golden"
 )
 
 func TestLoadGood(t *testing.T) {
@@ -102,12 +105,12 @@ func TestParseErrorsNamePath(t *testing.T) {
 		{"targets:\n  - name: a\n    url: http://user:pw@h\n", "targets[0].url: credentials in the URL"},
 		{"targets:\n  - name: a\n    url: http://h\n    api: grpc\n", "targets[0].api: must be chat or completions"},
 		{"targets:\n  - name: a\n    url: http://h\n    engine: foo\n", "targets[0].engine: unknown engine"},
-		{"targets:\n  - name: a\n    url: http://h\n    colour: blue\n", "field colour not found"},
+		{"targets:\n  - name: a\n    url: http://h\n    colour: blue\n", "targets[0].colour: unknown key (line 4); the keys here are name, url,"},
 		{base + "probe_budget: 2\n", "probe_budget: must be in [0.001, 1], got 2"},
 		{base + "probe_budget: .nan\n", "probe_budget: must be in [0.001, 1], got NaN"},
 		{base + "probe_budget: 1e-300\n", "probe_budget: must be in [0.001, 1], got 1e-300"},
 		{base + "engine_scrape_interval: 5s\nengine_scrape_timeout: 10s\n", "engine_scrape_timeout: must be in (0, engine_scrape_interval (5s)], got 10s"},
-		{"targets:\n  - name: a\n    url: http://h\n    colour: blue\n", "targets[0].colour: field colour not found in type config.Target (line 4)"},
+		{"targets:\n  - name: a\n    url: http://h\n    colour: blue\n", "targets[0].colour: unknown key (line 4)"},
 		{base + "use_cases:\n  - name: u\n    window: [1]\n", "use_cases[0].window: cannot unmarshal !!seq into time.Duration (line 6)"},
 		{base + "probe_budget: lots\n", "probe_budget: cannot unmarshal !!str `lots` into float64 (line 4)"},
 		{base + "calibration: {enabled: true, max_burst: 1}\n", "calibration.max_burst: must be in [2, 64], got 1"},
@@ -124,7 +127,7 @@ func TestParseErrorsNamePath(t *testing.T) {
 		{"discovery:\n  - relabel_configs: []\n", "discovery[0]: needs at least one of file_sd_configs"},
 		{"targets:\n  - {name: a, url: 'http://h', scenarios: [ctx-1k, ctx-2k]}\n", `targets[0].scenarios[1]: no scenario named "ctx-2k"`},
 		{"discovery:\n  - file_sd_configs: [{files: [a.json]}]\n    target: {scenarios: [x]}\n", `discovery[0].target.scenarios[0]: no scenario named "x"`},
-		{"discovery:\n  - consul_sd_configs: [{server: h}]\n", "field consul_sd_configs not found in type config.Discovery (line 2)"},
+		{"discovery:\n  - consul_sd_configs: [{server: h}]\n", "discovery[0].consul_sd_configs: unknown key (line 2); the keys here are file_sd_configs, http_sd_configs, kubernetes_sd_configs, relabel_configs, target"},
 		{"discovery:\n  - file_sd_configs: [{files: [a.json]}]\n    target: {url: http://h}\n", "discovery[0].target.url: comes from relabeling"},
 		{"discovery:\n  - file_sd_configs: [{files: [a.json]}]\n    target: {api: grpc}\n", "discovery[0].target.api: must be chat or completions"},
 		{"discovery:\n  - file_sd_configs: [{files: [a.json]}]\n    relabel_configs: [{action: explode}]\n", "unknown relabel action \"explode\""},
@@ -423,9 +426,9 @@ func TestTargetSecretsBeyondAuthorization(t *testing.T) {
 // after it would start /v1/v1.
 func TestV1BaseURLWarns(t *testing.T) {
 	for _, tc := range []struct{ url, want string }{
-		{"http://h:8000/v1", "targets[0].url: http://h:8000/v1 ends in /v1: requests go to its /v1/v1/models"},
+		{"http://h:8000/v1", "targets[0].url: http://h:8000/v1 ends in /v1, and headroom adds /v1/models and /v1/chat/completions itself: requests would go to /v1/v1/...; give the server's root, http://h:8000"},
 		{"http://h:8000/v1/", "targets[0].url: http://h:8000/v1/ ends in /v1"},
-		{"http://h:8000/openai/v1", "ends in /v1"},
+		{"http://h:8000/openai/v1", "ends in /v1, and headroom adds /v1/models and /v1/chat/completions itself: requests would go to /v1/v1/...; give the server's root, http://h:8000/openai"},
 		{"http://h:8000", ""},
 		{"http://h:8000/v10", ""},
 	} {
@@ -441,5 +444,46 @@ func TestV1BaseURLWarns(t *testing.T) {
 	c, err := Parse([]byte("targets: [{name: a, url: 'http://h/prefix/'}]\n"))
 	if err != nil || c.Targets[0].MetricsURL != "http://h/prefix/metrics" {
 		t.Errorf("metrics_url joined to a base with a path: %v %v", c, err)
+	}
+}
+
+// What an operator reads for the mistakes a first configuration makes
+// (issue 39): each file under testdata/messages gives its error, or its
+// warnings, as a golden file beside it. The messages name YAML keys and
+// lines only, never a Go type.
+func TestMessagesGolden(t *testing.T) {
+	files, err := filepath.Glob("testdata/messages/*.yml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no messages to check: %v", err)
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			var got string
+			if c, err := Load(f); err != nil {
+				got = "error: " + err.Error() + "\n"
+			} else {
+				for _, w := range c.Warnings() {
+					got += "warning: " + w + "\n"
+				}
+			}
+			if strings.Contains(got, "config.") || strings.Contains(got, "type ") {
+				t.Errorf("message names a Go type: %s", got)
+			}
+			golden.Check(t, strings.TrimSuffix(f, ".yml")+".txt", []byte(got))
+		})
+	}
+}
+
+// nearest offers a known key only for a slip, not for any word.
+func TestNearestKey(t *testing.T) {
+	known := []string{"name", "url", "api", "api_key_env", "api_key_file", "metrics_url", "gpus"}
+	for _, tc := range []struct{ key, want string }{
+		{"api_key_evn", "api_key_env"}, {"apiKeyFile", "api_key_file"}, {"API-KEY-ENV", "api_key_env"},
+		{"gpu", "gpus"}, {"nmae", "name"}, {"metric_url", "metrics_url"},
+		{"colour", ""}, {"x", ""}, {"port", ""},
+	} {
+		if got := nearest(tc.key, known); got != tc.want {
+			t.Errorf("nearest(%q) = %q, want %q", tc.key, got, tc.want)
+		}
 	}
 }

@@ -39,7 +39,10 @@ func (c *Config) Warnings() []string {
 // after it, so every request would go to /v1/v1/... and 404.
 func V1Warning(base string) string {
 	if u, err := url.Parse(base); err == nil && strings.HasSuffix(strings.TrimRight(u.Path, "/"), "/v1") {
-		return fmt.Sprintf("%s ends in /v1: requests go to its /v1/v1/models and /v1/v1/chat/completions; give the server's root", base)
+		root := *u
+		root.Path = strings.TrimSuffix(strings.TrimRight(u.Path, "/"), "/v1")
+		root.RawPath = ""
+		return fmt.Sprintf("%s ends in /v1, and headroom adds /v1/models and /v1/chat/completions itself: requests would go to /v1/v1/...; give the server's root, %s", base, root.String())
 	}
 	return ""
 }

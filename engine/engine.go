@@ -67,30 +67,65 @@ type dialect struct {
 	custom func(map[string]*dto.MetricFamily, *Load)
 }
 
+// Wrappers that re-export an engine's metrics under a prefix of their own:
+// Ray Serve LLM's ray_vllm_, KServe's kserve_vllm:, and SGLang's router,
+// whose /engine_metrics serves its workers' sglang: families as sglang_.
+var (
+	vllmPrefixes   = []string{"vllm:", "ray_vllm_", "kserve_vllm:"}
+	sglangPrefixes = []string{"sglang:", "sglang_"}
+)
+
+// prefixed lists each name under each prefix, names in the order given
+// (current first), each under every prefix before the next name.
+func prefixed(prefixes []string, names ...string) []string {
+	out := make([]string, 0, len(prefixes)*len(names))
+	for _, n := range names {
+		for _, p := range prefixes {
+			out = append(out, p+n)
+		}
+	}
+	return out
+}
+
 var dialects = []dialect{
+	// vLLM 0.12 removed gpu_cache_usage_perc and hid time_per_output_token_seconds
+	// (both deprecated in 0.11, beside kv_cache_usage_perc and
+	// inter_token_latency_seconds); the V0 engine (0.6) served only the old
+	// names. num_requests_waiting_by_reason is read where the total is not.
 	{engine: "vllm",
-		running: []string{"vllm:num_requests_running"}, waiting: []string{"vllm:num_requests_waiting"},
-		kv:     []string{"vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"},
-		queue:  []string{"vllm:request_queue_time_seconds"},
-		itl:    []string{"vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds"},
-		prompt: []string{"vllm:prompt_tokens_total", "vllm:prompt_tokens"}, generated: []string{"vllm:generation_tokens_total", "vllm:generation_tokens"},
+		running: prefixed(vllmPrefixes, "num_requests_running"), waiting: prefixed(vllmPrefixes, "num_requests_waiting", "num_requests_waiting_by_reason"),
+		kv:     prefixed(vllmPrefixes, "kv_cache_usage_perc", "gpu_cache_usage_perc"),
+		queue:  prefixed(vllmPrefixes, "request_queue_time_seconds"),
+		itl:    prefixed(vllmPrefixes, "inter_token_latency_seconds", "time_per_output_token_seconds"),
+		prompt: prefixed(vllmPrefixes, "prompt_tokens_total", "prompt_tokens"), generated: prefixed(vllmPrefixes, "generation_tokens_total", "generation_tokens"),
 		atPrefill: true},
 	{engine: "sglang",
-		running: []string{"sglang:num_running_reqs"}, waiting: []string{"sglang:num_queue_reqs"},
-		kv: []string{"sglang:token_usage"}, queue: []string{"sglang:queue_time_seconds"},
-		itl:    []string{"sglang:inter_token_latency_seconds", "sglang:time_per_output_token_seconds"},
-		prompt: []string{"sglang:prompt_tokens_total", "sglang:prompt_tokens"}, generated: []string{"sglang:generation_tokens_total", "sglang:generation_tokens"}},
+		running: prefixed(sglangPrefixes, "num_running_reqs"), waiting: prefixed(sglangPrefixes, "num_queue_reqs"),
+		kv: prefixed(sglangPrefixes, "token_usage"), queue: prefixed(sglangPrefixes, "queue_time_seconds"),
+		itl:    prefixed(sglangPrefixes, "inter_token_latency_seconds", "time_per_output_token_seconds"),
+		prompt: prefixed(sglangPrefixes, "prompt_tokens_total", "prompt_tokens"), generated: prefixed(sglangPrefixes, "generation_tokens_total", "generation_tokens")},
+	// TGI was archived upstream in March 2026: its names are read as its
+	// last release served them, and no newer ones will come.
 	{engine: "tgi",
 		running: []string{"tgi_batch_current_size"}, waiting: []string{"tgi_queue_size"},
 		queue:  []string{"tgi_request_queue_duration"},
 		prompt: []string{"tgi_request_input_length"}, generated: []string{"tgi_request_generated_tokens"}},
+	// llama.cpp dropped kv_cache_usage_ratio (current builds serve no KV
+	// usage: n_tokens_max, formerly n_past_max, is the largest context a
+	// slot has held, not a share of the cache) and counts its prompt
+	// tokens as each prefill completes.
 	{engine: "llamacpp",
 		running: []string{"llamacpp:requests_processing"}, waiting: []string{"llamacpp:requests_deferred"},
 		kv:     []string{"llamacpp:kv_cache_usage_ratio"},
 		prompt: []string{"llamacpp:prompt_tokens_total"}, generated: []string{"llamacpp:tokens_predicted_total"},
 		atPrefill: true, custom: llamacppITL},
-	{engine: "trtllm", // trtllm-serve (/prometheus/metrics) and Triton's TensorRT-LLM backend
+	// trtllm-serve serves trtllm_* at /prometheus/metrics (Dynamo's
+	// passthrough: trtllm:); its time per output token is a mean per
+	// request, the nearest it has to a decode reading. Triton's
+	// TensorRT-LLM backend serves nv_trt_llm_* (tritonTRTLLM).
+	{engine: "trtllm",
 		queue:  []string{"trtllm_request_queue_time_seconds", "trtllm:request_queue_time_seconds"},
+		itl:    []string{"trtllm_time_per_output_token_seconds", "trtllm:time_per_output_token_seconds"},
 		custom: tritonTRTLLM},
 	{engine: "nim",
 		running: []string{"num_requests_running"}, waiting: []string{"num_requests_waiting"},
@@ -111,8 +146,10 @@ func Engines() []string {
 // read lists every metric name some dialect reads, and the sim's info metric.
 var read = func() map[string]bool {
 	m := map[string]bool{"headroom_sim_info": true, "nv_trt_llm_request_metrics": true, "nv_trt_llm_kv_cache_block_metrics": true,
-		"vllm:cache_config_info": true, "sglang:max_total_num_tokens": true,
 		"llamacpp:tokens_predicted_seconds_total": true}
+	for _, n := range append(prefixed(vllmPrefixes, "cache_config_info"), prefixed(sglangPrefixes, "max_total_num_tokens")...) {
+		m[n] = true
+	}
 	for _, d := range dialects {
 		for _, names := range [][]string{d.running, d.waiting, d.kv, d.queue, d.itl, d.prompt, d.generated} {
 			for _, n := range names {
@@ -159,7 +196,7 @@ func Parse(r io.Reader, engine string) (Load, error) {
 // kvTokens is the KV cache's size in tokens from vLLM's cache_config_info
 // labels or SGLang's gauge; NaN where neither says, or says nonsense.
 func kvTokens(mfs map[string]*dto.MetricFamily) float64 {
-	if mf, ok := mfs["vllm:cache_config_info"]; ok && len(mf.GetMetric()) > 0 {
+	if mf, ok := first(mfs, prefixed(vllmPrefixes, "cache_config_info")); ok {
 		var blocks, size float64
 		for _, lp := range mf.GetMetric()[0].GetLabel() {
 			v, err := strconv.ParseFloat(lp.GetValue(), 64)
@@ -175,7 +212,7 @@ func kvTokens(mfs map[string]*dto.MetricFamily) float64 {
 			return t
 		}
 	}
-	if v := gauge(mfs, []string{"sglang:max_total_num_tokens"}); v > 0 && !math.IsInf(v, 0) {
+	if v := gauge(mfs, prefixed(sglangPrefixes, "max_total_num_tokens")); v > 0 && !math.IsInf(v, 0) {
 		return v
 	}
 	return math.NaN()

@@ -6,27 +6,41 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
 
+// Each engine version's page, as served (issue 39 lists today's names), is
+// read for the load (running and waiting), the queue, the KV cache and the
+// decode (the inter-token histogram or what stands for it); NaN where that
+// version serves no such reading.
 func TestParseEngines(t *testing.T) {
 	nan := math.NaN()
 	tests := []struct {
 		file, engine string
 		want         Load
 	}{
-		{"vllm.prom", "vllm", Load{Running: 7, Waiting: 3, KVUsage: 0.625, QueueCount: 100, QueueSum: 42.5, ITLCount: 5000, ITLSum: 40, PromptTokens: 1234500, GenerationTokens: 456789}},
-		{"vllm-v0.prom", "vllm", Load{Running: 2, Waiting: 0, KVUsage: 0.125, QueueCount: nan, QueueSum: nan, ITLCount: 10, ITLSum: 0.1, PromptTokens: 1000, GenerationTokens: 2000}},
+		{"vllm-0.6.prom", "vllm", Load{Running: 2, Waiting: 0, KVUsage: 0.125, KVTokens: nan, QueueCount: nan, QueueSum: nan, ITLCount: 10, ITLSum: 0.1, PromptTokens: 1000, GenerationTokens: 2000}},
+		// The deprecated names carry other values: the current ones are read.
+		{"vllm-0.11.prom", "vllm", Load{Running: 12, Waiting: 4, KVUsage: 0.75, KVTokens: nan, QueueCount: 20, QueueSum: 3, ITLCount: 2000, ITLSum: 50, PromptTokens: 80000, GenerationTokens: 20000}},
+		{"vllm-0.12.prom", "vllm", Load{Running: 7, Waiting: 3, KVUsage: 0.625, KVTokens: 8192 * 16, QueueCount: 100, QueueSum: 42.5, ITLCount: 5000, ITLSum: 40, PromptTokens: 1234500, GenerationTokens: 456789}},
+		// Two replicas: requests summed, KV usage their mean.
+		{"vllm-ray.prom", "vllm", Load{Running: 8, Waiting: 1, KVUsage: 0.4, KVTokens: nan, QueueCount: 10, QueueSum: 2, ITLCount: 400, ITLSum: 12, PromptTokens: 10000, GenerationTokens: 1000}},
+		{"vllm-kserve.prom", "vllm", Load{Running: 9, Waiting: 2, KVUsage: 0.45, KVTokens: nan, QueueCount: 12, QueueSum: 6, ITLCount: 800, ITLSum: 16, PromptTokens: 4200, GenerationTokens: 800}},
 		// Two data-parallel ranks, each repeated per tensor rank: counted once per dp rank.
-		{"sglang.prom", "sglang", Load{Running: 7, Waiting: 2, KVUsage: 0.4, QueueCount: 10, QueueSum: 2.5, ITLCount: 500, ITLSum: 11, PromptTokens: 1500, GenerationTokens: 500}},
-		{"tgi.prom", "tgi", Load{Running: 12, Waiting: 5, KVUsage: nan, QueueCount: 40, QueueSum: 8, ITLCount: nan, ITLSum: nan, PromptTokens: 40960, GenerationTokens: 10240}},
-		{"llamacpp.prom", "llamacpp", Load{Running: 1, Waiting: 2, KVUsage: 0.25, QueueCount: nan, QueueSum: nan, ITLCount: 2500, ITLSum: 31.25, PromptTokens: 5000, GenerationTokens: 2500}},
-		{"trtllm-triton.prom", "trtllm", Load{Running: 6, Waiting: 3, KVUsage: 0.25, QueueCount: nan, QueueSum: nan, ITLCount: nan, ITLSum: nan, PromptTokens: nan, GenerationTokens: nan}},
-		{"trtllm-serve.prom", "trtllm", Load{Running: nan, Waiting: nan, KVUsage: nan, QueueCount: 7, QueueSum: 0.7, ITLCount: nan, ITLSum: nan, PromptTokens: nan, GenerationTokens: nan}},
-		{"nim.prom", "nim", Load{Running: 5, Waiting: 1, KVUsage: 0.4, QueueCount: nan, QueueSum: nan, ITLCount: nan, ITLSum: nan, PromptTokens: 100, GenerationTokens: 50}},
+		{"sglang-server.prom", "sglang", Load{Running: 7, Waiting: 2, KVUsage: 0.4, KVTokens: nan, QueueCount: 10, QueueSum: 2.5, ITLCount: 500, ITLSum: 11, PromptTokens: 1500, GenerationTokens: 500}},
+		// The router's page: its two workers summed.
+		{"sglang-router.prom", "sglang", Load{Running: 10, Waiting: 4, KVUsage: 0.6, KVTokens: 500000, QueueCount: 8, QueueSum: 4, ITLCount: 1000, ITLSum: 25, PromptTokens: 3000, GenerationTokens: 1000}},
+		{"tgi.prom", "tgi", Load{Running: 12, Waiting: 5, KVUsage: nan, KVTokens: nan, QueueCount: 40, QueueSum: 8, ITLCount: nan, ITLSum: nan, PromptTokens: 40960, GenerationTokens: 10240}},
+		{"llamacpp-n_past_max.prom", "llamacpp", Load{Running: 1, Waiting: 2, KVUsage: 0.25, KVTokens: nan, QueueCount: nan, QueueSum: nan, ITLCount: 2500, ITLSum: 31.25, PromptTokens: 5000, GenerationTokens: 2500}},
+		// No KV usage any more: unknown, not 0.
+		{"llamacpp.prom", "llamacpp", Load{Running: 4, Waiting: 0, KVUsage: nan, KVTokens: nan, QueueCount: nan, QueueSum: nan, ITLCount: 4000, ITLSum: 80, PromptTokens: 12000, GenerationTokens: 4000}},
+		{"trtllm-triton.prom", "trtllm", Load{Running: 6, Waiting: 3, KVUsage: 0.25, KVTokens: nan, QueueCount: nan, QueueSum: nan, ITLCount: nan, ITLSum: nan, PromptTokens: nan, GenerationTokens: nan}},
+		{"trtllm-serve.prom", "trtllm", Load{Running: nan, Waiting: nan, KVUsage: nan, KVTokens: nan, QueueCount: 7, QueueSum: 0.7, ITLCount: 7, ITLSum: 0.14, PromptTokens: nan, GenerationTokens: nan}},
+		{"nim.prom", "nim", Load{Running: 5, Waiting: 1, KVUsage: 0.4, KVTokens: nan, QueueCount: nan, QueueSum: nan, ITLCount: nan, ITLSum: nan, PromptTokens: 100, GenerationTokens: 50}},
 		// headroom sim declares its time scale; its times are virtual.
-		{"sim.prom", "vllm", Load{Running: 3, Waiting: 1, KVUsage: 0.5, QueueCount: 4, QueueSum: 2, ITLCount: 508, ITLSum: 6.35, PromptTokens: 4096, GenerationTokens: 512, TimeScale: 20}},
+		{"sim.prom", "vllm", Load{Running: 3, Waiting: 1, KVUsage: 0.5, KVTokens: nan, QueueCount: 4, QueueSum: 2, ITLCount: 508, ITLSum: 6.35, PromptTokens: 4096, GenerationTokens: 512, TimeScale: 20}},
 	}
 	// Only engines that count a prompt as its prefill completes say how much
 	// prefill a window held.
@@ -50,13 +64,37 @@ func TestParseEngines(t *testing.T) {
 			if w.TimeScale == 0 {
 				w.TimeScale = 1
 			}
-			if !same(got.Running, w.Running) || !same(got.Waiting, w.Waiting) || !same(got.KVUsage, w.KVUsage) ||
-				!same(got.QueueCount, w.QueueCount) || !same(got.QueueSum, w.QueueSum) ||
-				!same(got.ITLCount, w.ITLCount) || !same(got.ITLSum, w.ITLSum) ||
-				!same(got.PromptTokens, w.PromptTokens) || !same(got.PrefilledTokens, prefilled[tc.engine]*w.PromptTokens) || !same(got.GenerationTokens, w.GenerationTokens) || got.TimeScale != w.TimeScale {
-				t.Errorf("got  %+v\nwant %+v", got, w)
+			for _, r := range []struct {
+				name      string
+				got, want float64
+			}{
+				{"running", got.Running, w.Running}, {"waiting", got.Waiting, w.Waiting},
+				{"queue count", got.QueueCount, w.QueueCount}, {"queue sum", got.QueueSum, w.QueueSum},
+				{"KV usage", got.KVUsage, w.KVUsage}, {"KV tokens", got.KVTokens, w.KVTokens},
+				{"ITL count", got.ITLCount, w.ITLCount}, {"ITL sum", got.ITLSum, w.ITLSum},
+				{"prompt tokens", got.PromptTokens, w.PromptTokens}, {"prefilled tokens", got.PrefilledTokens, prefilled[tc.engine] * w.PromptTokens},
+				{"generation tokens", got.GenerationTokens, w.GenerationTokens}, {"time scale", got.TimeScale, w.TimeScale},
+			} {
+				if !same(r.got, r.want) {
+					t.Errorf("%s: %g, want %g", r.name, r.got, r.want)
+				}
 			}
 		})
+	}
+}
+
+// Every fixture under testdata/ is in the table above: a page added for
+// a new version is read, not only kept.
+func TestEveryFixtureRead(t *testing.T) {
+	src, err := os.ReadFile("engine_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob("testdata/*.prom")
+	for _, f := range files {
+		if name := filepath.Base(f); !strings.Contains(string(src), `{"`+name+`", "`) && name != "garbage.prom" && name != "truncated.prom" {
+			t.Errorf("%s is not in TestParseEngines", name)
+		}
 	}
 }
 
@@ -118,8 +156,9 @@ func TestParseRejectsPoisonedValues(t *testing.T) {
 
 // FuzzParse: every engine page, however garbled, gives a Load or an error.
 func FuzzParse(f *testing.F) {
-	for _, file := range []string{"vllm.prom", "sglang.prom", "tgi.prom", "llamacpp.prom", "trtllm-triton.prom", "garbage.prom", "truncated.prom"} {
-		b, err := os.ReadFile("testdata/" + file)
+	files, _ := filepath.Glob("testdata/*.prom")
+	for _, file := range files {
+		b, err := os.ReadFile(file)
 		if err != nil {
 			f.Fatal(err)
 		}

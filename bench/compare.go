@@ -8,6 +8,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strings"
 )
 
 //go:embed templates/compare.html
@@ -66,13 +67,16 @@ func (c Comparison) findings() []comparedRow {
 		r.Change, r.Better, r.Worse = change(a, b, higher)
 		return r
 	}
-	return []comparedRow{
+	out := []comparedRow{
 		row("Peak system throughput", fa.PeakThroughput, fb.PeakThroughput, "tok/s", true),
 		row(fmt.Sprintf("TTFT, one request, %s context", ctxName(fa.ShortCtx)), fa.TTFTShort, fb.TTFTShort, "s", false),
-		row(fmt.Sprintf("TTFT, one request, %s context", ctxName(fa.LongCtx)), fa.TTFTLong, fb.TTFTLong, "s", false),
-		row("Generation speed, one request", fa.DecodeShort, fb.DecodeShort, "tok/s", true),
-		row("Success rate", 100*fa.SuccessRate(), 100*fb.SuccessRate(), "%", true),
 	}
+	if fa.LongCtx != fa.ShortCtx { // one context: the same row twice
+		out = append(out, row(fmt.Sprintf("TTFT, one request, %s context", ctxName(fa.LongCtx)), fa.TTFTLong, fb.TTFTLong, "s", false))
+	}
+	return append(out,
+		row("Generation speed, one request", fa.DecodeShort, fb.DecodeShort, "tok/s", true),
+		row("Success rate", 100*fa.SuccessRate(), 100*fb.SuccessRate(), "%", true))
 }
 
 // cells compares the cells both runs measured, by key.
@@ -159,4 +163,43 @@ func frontier(pts [][2]float64, higher bool) [][2]float64 {
 // WriteHTML writes the self-contained comparison page.
 func (c Comparison) WriteHTML(w io.Writer) error {
 	return compareHTML.Execute(w, map[string]any{"C": c, "Limits": c.limits(), "Findings": c.findings(), "Cells": c.cells(), "Charts": c.paretoCharts()})
+}
+
+// WriteMarkdown writes the comparison's tables as Markdown, for a pull
+// request or a ticket: the runs, capacity by use case, key findings and
+// every cell both measured, each with B's change from A. Every text passes
+// through md: labels, model ids and URLs are outside text.
+func (c Comparison) WriteMarkdown(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Benchmark comparison\n\nA: %s. B: %s. B's change from A; better or worse by more than 1%% is marked.\n\n", md(c.LabelA), md(c.LabelB))
+	fmt.Fprintf(&b, "| | A: %s | B: %s |\n|---|---|---|\n", md(c.LabelA), md(c.LabelB))
+	hw := func(r *Report) string {
+		if r.Hardware == nil {
+			return "not reported"
+		}
+		return r.Hardware.String()
+	}
+	fmt.Fprintf(&b, "| Server | %s | %s |\n| Hardware | %s | %s |\n", md(c.A.Header()), md(c.B.Header()), md(hw(c.A)), md(hw(c.B)))
+	fmt.Fprintf(&b, "| Measured | %s, headroom %s | %s, headroom %s |\n", c.A.Updated.Format("2006-01-02 15:04 UTC"), md(c.A.Tool), c.B.Updated.Format("2006-01-02 15:04 UTC"), md(c.B.Tool))
+	if c.A.TimeScale != c.B.TimeScale {
+		fmt.Fprintf(&b, "\nThe runs are at different time scales (%g and %g): compare with care.\n", c.A.TimeScale, c.B.TimeScale)
+	}
+	table := func(title, first string, rows []comparedRow) {
+		fmt.Fprintf(&b, "\n## %s\n\n| %s | A | B | change |\n|---|---|---|---|\n", title, first)
+		for _, r := range rows {
+			mark := ""
+			switch {
+			case r.Better:
+				mark = " (better)"
+			case r.Worse:
+				mark = " (worse)"
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s | %s%s |\n", md(r.Name), md(r.A), md(r.B), md(r.Change), mark)
+		}
+	}
+	table("Capacity by use case", "use case", c.limits())
+	table("Key findings", "finding", c.findings())
+	table("Cells both runs measured", "cell and figure", c.cells())
+	_, err := io.WriteString(w, b.String())
+	return err
 }

@@ -83,3 +83,57 @@ func TestCompareRenders(t *testing.T) {
 		}
 	}
 }
+
+// A sweep of one context reads its single-request findings at that
+// context, not as a change from a value to itself (issue 39), and its
+// comparison lists that context's TTFT once.
+func TestOneContextFindings(t *testing.T) {
+	for _, tc := range []struct {
+		f          Findings
+		ttft, spd  string
+		comparison int // TTFT rows of a comparison with itself
+	}{
+		{Findings{ShortCtx: 8192, LongCtx: 8192, TTFTShort: 0.2, TTFTLong: 0.2, DecodeShort: 50, DecodeLong: 50},
+			"200 ms at 8192 context", "50.0 tok/s at 8192 context", 1},
+		{Findings{ShortCtx: 1024, LongCtx: 32768, TTFTShort: 0.384, TTFTLong: 1.54, DecodeShort: 217.9, DecodeLong: 206.5},
+			"384 ms (1024 context) → 1.54 s (32768 context)", "217.9 tok/s (1024 context) → 206.5 tok/s (32768 context)", 2},
+	} {
+		if got := tc.f.TTFTText(); got != tc.ttft {
+			t.Errorf("TTFT %q, want %q", got, tc.ttft)
+		}
+		if got := tc.f.DecodeText(); got != tc.spd {
+			t.Errorf("speed %q, want %q", got, tc.spd)
+		}
+	}
+	rep, err := Load("testdata/report.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep.Derive()
+	one := *rep
+	one.Plan.Contexts = one.Plan.Contexts[:1]
+	var cells []Cell
+	for _, c := range rep.Cells {
+		if c.Context == one.Plan.Contexts[0] {
+			cells = append(cells, c)
+		}
+	}
+	one.Cells = cells
+	one.Derive()
+	ttftRows := 0
+	for _, r := range (Comparison{A: &one, B: &one}).findings() {
+		if strings.HasPrefix(r.Name, "TTFT") {
+			ttftRows++
+		}
+	}
+	if ttftRows != 1 {
+		t.Errorf("%d TTFT rows for one context, want 1", ttftRows)
+	}
+	var md strings.Builder
+	if err := one.WriteMarkdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	if want := "| TTFT single request | " + one.Findings().TTFTText() + " |"; !strings.Contains(md.String(), want) || strings.Contains(md.String(), "→") {
+		t.Errorf("report.md of one context lacks %q or has an arrow", want)
+	}
+}

@@ -60,6 +60,27 @@ func (r *Report) Findings() Findings {
 	return f
 }
 
+// TTFTText is the single-request TTFT from the shortest context to the
+// longest, or at the one context a sweep measured.
+func (f Findings) TTFTText() string {
+	return f.span(Units(f.TTFTShort, "s"), Units(f.TTFTLong, "s"))
+}
+
+// DecodeText is the single-request generation speed the same way.
+func (f Findings) DecodeText() string {
+	return f.span(fmt.Sprintf("%.1f tok/s", f.DecodeShort), fmt.Sprintf("%.1f tok/s", f.DecodeLong))
+}
+
+// span reads "a (8192 context) → b (32768 context)", or "a at 8192
+// context" when the sweep has one context: a change from a value to
+// itself says nothing.
+func (f Findings) span(short, long string) string {
+	if f.ShortCtx == f.LongCtx {
+		return fmt.Sprintf("%s at %d context", short, f.ShortCtx)
+	}
+	return fmt.Sprintf("%s (%d context) → %s (%d context)", short, f.ShortCtx, long, f.LongCtx)
+}
+
 // SuccessRate is the share of requests that succeeded, over all cells.
 func (f Findings) SuccessRate() float64 {
 	if f.Requests == 0 {

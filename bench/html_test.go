@@ -3,9 +3,11 @@ package bench
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"image"
 	"image/png"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -103,6 +105,66 @@ func TestHTMLChartsDrawInChromium(t *testing.T) {
 	}
 	for id := range want {
 		t.Errorf("chart %s is not on the page", id)
+	}
+	for _, o := range overlappingText(t, ctx) {
+		t.Errorf("overlapping labels: %s", o)
+	}
+}
+
+// overlapsJS lists the pairs of texts of a chart whose boxes, as drawn
+// (rotation included), overlap.
+const overlapsJS = `[...document.querySelectorAll("figure.chart svg")].flatMap(svg => {
+	const ts = [...svg.querySelectorAll("text")].map(t => ({t: t.textContent, b: t.getBoundingClientRect()}));
+	const out = [];
+	for (let i = 0; i < ts.length; i++) for (let j = i + 1; j < ts.length; j++) {
+		const a = ts[i].b, c = ts[j].b;
+		if (a.x < c.x + c.width - 0.5 && c.x < a.x + a.width - 0.5 && a.y < c.y + c.height - 0.5 && c.y < a.y + a.height - 0.5)
+			out.push(svg.closest("figure").dataset.chart + ": " + ts[i].t + " / " + ts[j].t);
+	}
+	return out;
+})`
+
+// overlappingText is no text of a chart on the page over another: a
+// limit's or threshold's label neither on a tick nor on another label
+// (issue 39: "limit 248.6" sat on the tick "200").
+func overlappingText(t *testing.T, ctx context.Context) []string {
+	t.Helper()
+	var out []string
+	if err := chromedp.Run(ctx, chromedp.Evaluate(overlapsJS, &out)); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// Rule labels where they would collide: a limit at the right edge under
+// the second axis's top tick, two limits side by side, thresholds close
+// together and one on each axis.
+func TestRuleLabelsClearOfTicks(t *testing.T) {
+	charts := []Chart{
+		{ID: "edge", XLabel: "concurrency", YLabel: "tok/s", YLabel2: "s",
+			Series: []Series{{Name: "throughput", Points: [][2]float64{{1, 100}, {128, 900}, {256, 1000}}}, {Name: "TTFT", Right: true, Points: [][2]float64{{1, 0.2}, {256, 200}}}},
+			VRules: []Rule{{At: 248.6, Label: "limit 248.6"}, {At: 240, Label: "limit 240.0"}}},
+		{ID: "thresholds", XLabel: "concurrency", YLabel: "s", YLabel2: "tok/s",
+			Series: []Series{{Name: "TTFT", Points: [][2]float64{{1, 1}, {8, 9}}}, {Name: "speed", Right: true, Points: [][2]float64{{1, 80}, {8, 20}}}},
+			HRules: []Rule{{At: 8, Label: "TTFT max 8 s"}, {At: 8.2, Label: "TTFT p90 max 8.2 s"}, {At: 15, Label: "speed min 15", Right: true}},
+			VRules: []Rule{{At: 7.9, Label: "limit 7.9"}}},
+	}
+	var page strings.Builder
+	page.WriteString("<!doctype html><html><body>")
+	for _, c := range charts {
+		fmt.Fprintf(&page, `<figure class="chart" data-chart="%s">%s</figure>`, c.ID, c.SVG())
+	}
+	page.WriteString("</body></html>")
+	path := filepath.Join(t.TempDir(), "charts.html")
+	if err := os.WriteFile(path, []byte(page.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx := chromium.Context(t, 1000, 900, time.Minute)
+	if err := chromedp.Run(ctx, chromedp.Navigate("file://"+path)); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range overlappingText(t, ctx) {
+		t.Errorf("overlapping labels: %s", o)
 	}
 }
 

@@ -246,17 +246,31 @@ func (c Chart) SVG() template.HTML {
 	fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="none" stroke="#999"/>`, padL, padT, pw, ph)
 	fmt.Fprintf(&b, `<text x="%.1f" y="%.0f" text-anchor="middle" font-size="12" fill="#222">%s</text>`, padL+pw/2, height-6, template.HTMLEscapeString(xLabel))
 	fmt.Fprintf(&b, `<text transform="translate(14 %.1f) rotate(-90)" text-anchor="middle" font-size="12" fill="#222">%s</text>`, padT+ph/2, template.HTMLEscapeString(c.YLabel))
+	// Rule labels stay inside the plot, clear of the ticks outside it, and
+	// clear of one another: each takes the first free place of its own.
+	labels := labelPlacer{left: padL, right: padL + pw, top: padT, bottom: padT + ph}
 	for _, r := range c.HRules {
-		fmt.Fprintf(&b, `<line class="threshold" x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#555" stroke-dasharray="6 4"/>`, padL, padL+pw, y(r.At, r.Right), y(r.At, r.Right))
-		anchor, lx := "start", padL+4
-		if r.Right {
-			anchor, lx = "end", padL+pw-4
+		ly := y(r.At, r.Right)
+		fmt.Fprintf(&b, `<line class="threshold" x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#555" stroke-dasharray="6 4"/>`, padL, padL+pw, ly, ly)
+		var at []labelAt
+		for _, yy := range []float64{ly - 4, ly + 14} {
+			near, far := labelAt{padL + 4, yy, true}, labelAt{padL + pw - 4, yy, false}
+			if r.Right { // read on the right axis: labelled on its side
+				near, far = far, near
+			}
+			at = append(at, near, far)
 		}
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="%s" font-size="11" fill="#555">%s</text>`, lx, y(r.At, r.Right)-4, anchor, template.HTMLEscapeString(r.Label))
+		labels.write(&b, r.Label, at, "threshold-label")
 	}
 	for _, r := range c.VRules {
-		fmt.Fprintf(&b, `<line class="limit" x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#555" stroke-dasharray="2 3"/>`, x(r.At), x(r.At), padT, padT+ph)
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" font-size="11" fill="#555">%s</text>`, x(r.At)+4, padT+12, template.HTMLEscapeString(r.Label))
+		lx := x(r.At)
+		fmt.Fprintf(&b, `<line class="limit" x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="#555" stroke-dasharray="2 3"/>`, lx, lx, padT, padT+ph)
+		var at []labelAt
+		for row := range 6 {
+			yy := padT + 12 + 14*float64(row)
+			at = append(at, labelAt{lx + 4, yy, true}, labelAt{lx - 4, yy, false})
+		}
+		labels.write(&b, r.Label, at, "limit-label")
 	}
 	legendX := chartW - c.legendWidth()
 	for i, s := range c.Series {
@@ -296,4 +310,56 @@ func (c Chart) SVG() template.HTML {
 	}
 	b.WriteString(`</svg>`)
 	return template.HTML(b.String())
+}
+
+// labelAt is a place for a label: its anchor point, and whether the text
+// starts there (else ends there).
+type labelAt struct {
+	x, y  float64
+	start bool
+}
+
+// labelPlacer puts rule labels at the first of their places that lies
+// inside the plot and overlaps no label placed before, their width taken
+// at legendChar per character (font-size 11); the first place when none is
+// free.
+type labelPlacer struct {
+	left, right, top, bottom float64
+	placed                   [][4]float64 // x0, y0, x1, y1
+}
+
+func (p *labelPlacer) write(b *strings.Builder, text string, at []labelAt, class string) {
+	w := legendChar * float64(len([]rune(text)))
+	box := func(a labelAt) [4]float64 {
+		x0 := a.x
+		if !a.start {
+			x0 -= w
+		}
+		return [4]float64{x0, a.y - 10, x0 + w, a.y + 2}
+	}
+	free := func(r [4]float64) bool {
+		if r[0] < p.left || r[2] > p.right || r[1] < p.top || r[3] > p.bottom {
+			return false
+		}
+		for _, q := range p.placed {
+			if r[0] < q[2] && q[0] < r[2] && r[1] < q[3] && q[1] < r[3] {
+				return false
+			}
+		}
+		return true
+	}
+	chosen := at[0]
+	for _, a := range at {
+		if free(box(a)) {
+			chosen = a
+			break
+		}
+	}
+	p.placed = append(p.placed, box(chosen))
+	anchor := "end"
+	if chosen.start {
+		anchor = "start"
+	}
+	fmt.Fprintf(b, `<text class="%s" x="%.1f" y="%.1f" text-anchor="%s" font-size="11" fill="#555">%s</text>`,
+		class, chosen.x, chosen.y, anchor, template.HTMLEscapeString(text))
 }

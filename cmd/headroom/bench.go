@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"net/http"
@@ -36,6 +37,7 @@ type benchCmd struct {
 	target                        config.Target
 	configFile                    string
 	contexts, levels, burst       string
+	levelsSet                     bool // --concurrency given: a ladder beside --rate or --burst
 	rates, arrival                string
 	seed                          uint64
 	output, requests, warmup      int
@@ -52,44 +54,46 @@ type benchCmd struct {
 
 func newBenchCmd(app *kingpin.Application, logCfg *promslog.Config) *benchCmd {
 	c := &benchCmd{logCfg: logCfg}
-	c.cmd = app.Command("bench", "Run the capacity sweep against a server and write its report (JSON, CSV, Markdown, HTML).")
-	c.cmd.Flag("url", "Base URL of the OpenAI-compatible API.").Default("http://127.0.0.1:8000").StringVar(&c.target.URL)
-	c.cmd.Flag("api", "chat or completions.").Default("chat").EnumVar(&c.target.API, "chat", "completions")
-	c.cmd.Flag("model", "Model to ask for; empty: the first the server lists.").StringVar(&c.target.Model)
-	c.cmd.Flag("api-key-file", "File holding the API key (never printed).").StringVar(&c.target.APIKeyFile)
-	c.cmd.Flag("api-key-env", "Environment variable holding the API key (never printed).").StringVar(&c.target.APIKeyEnv)
-	c.cmd.Flag("metrics-url", "The server's own /metrics, for queue wait; empty: <url>/metrics.").StringVar(&c.target.MetricsURL)
-	c.cmd.Flag("engine", "Engine whose metric names to read: "+strings.Join(append([]string{"auto"}, engine.Engines()...), ", ")+", or none.").
-		Default("auto").StringVar(&c.target.Engine)
-	c.cmd.Flag("config.file", "Daemon config to take scenarios, use cases and the power source from; empty: the built-in defaults.").StringVar(&c.configFile)
-	c.cmd.Flag("contexts", "Comma-separated context lengths in tokens; empty: the config's scenarios.").StringVar(&c.contexts)
-	c.cmd.Flag("concurrency", "Comma-separated concurrency levels.").Default(joinInts(bench.DefaultConcurrency)).StringVar(&c.levels)
-	c.cmd.Flag("output-tokens", "Output tokens per request of the grid and of every use case without an E2E threshold (those keep their scenario's).").Default("1024").IntVar(&c.output)
-	c.cmd.Flag("requests-per-cell", "Requests per closed-loop cell; 0: two per slot.").Default("0").IntVar(&c.requests)
-	c.cmd.Flag("cell-duration", "Run each closed-loop cell this long instead of a request count (simulated time on a simulator).").DurationVar(&c.cellDuration)
-	c.cmd.Flag("warmup", "Requests sent alone and discarded before the first cell of each context and output length.").Default("1").IntVar(&c.warmup)
-	c.cmd.Flag("burst", "Comma-separated burst sizes: that many requests at once, nothing after (queue-depth mode).").StringVar(&c.burst)
-	c.cmd.Flag("burst.ttft-max", "Mean TTFT limit of the max safe queue depth.").Default("3s").DurationVar(&c.burstTTFT)
-	c.cmd.Flag("rate", "Comma-separated request rates (per second): open-loop cells at every context, requests sent at the rate whatever the server's state.").StringVar(&c.rates)
-	c.cmd.Flag("rate.max-in-flight", "Most requests an open-loop cell keeps in flight; a send past it waits, and the report counts it.").Default("1024").IntVar(&c.maxInFlight)
-	c.cmd.Flag("arrival", "Spacing of the open-loop requests: constant, or poisson (independent users).").Default("poisson").EnumVar(&c.arrival, bench.Constant, bench.Poisson)
-	c.cmd.Flag("seed", "Seed of the Poisson arrivals and drawn lengths: the same seed sends the same pattern.").Default("1").Uint64Var(&c.seed)
-	c.cmd.Flag("input.spread", "Draw each prompt's length around the cell's with this coefficient of variation (log-normal, seeded by --seed); 0: every prompt at the cell's length.").Default("0").Float64Var(&c.inSpread)
-	c.cmd.Flag("output.spread", "Draw each request's output length the same way.").Default("0").Float64Var(&c.outSpread)
-	c.cmd.Flag("repeat", "Measure every cell this many times; the report gives each figure and limit a 95% confidence interval.").Default("1").IntVar(&c.repeat)
-	c.cmd.Flag("search", "Narrow each use case's limit with extra cells (exponential, then bisection).").BoolVar(&c.search)
-	c.cmd.Flag("search.max", "Highest concurrency the search tries.").Default("256").IntVar(&c.searchMax)
-	c.cmd.Flag("warm-cache", "Let prompts share a prefix cache (default: a fresh nonce per prompt).").BoolVar(&c.warm)
-	c.cmd.Flag("dry-run", "Print the cells, the tokens and the expected duration; send nothing.").BoolVar(&c.dryRun)
-	c.cmd.Flag("out", "Directory for report.json/.csv/.md/.html; an existing report.json there is resumed.").Default("bench-report").StringVar(&c.out)
-	c.cmd.Flag("assume.prefill-tps", "Dry run and ETA: assumed prompt tokens per second of the server.").Default("10000").Float64Var(&c.assumedPrefill)
-	c.cmd.Flag("assume.decode-tps", "Dry run and ETA: assumed output tokens per second of one stream.").Default("60").Float64Var(&c.assumedDecode)
-	c.cmd.Flag("energy-price", "Electricity price per kWh for the report's cost per hour; 0: no cost.").Default("0.10").Float64Var(&c.energyPrice)
+	c.cmd = app.Command("bench", "Run the capacity sweep against a server and write its report (JSON, CSV, Markdown, HTML), or compare two reports.")
+	// The sweep's flags are run's own (run is the default: `bench --url X`
+	// runs it), so that compare lists and accepts only its own.
 	c.sweep = c.cmd.Command("run", "Run the sweep (default).").Default()
-	c.compare = c.cmd.Command("compare", "Set two reports side by side (before and after a change): compare.html.")
+	c.sweep.Flag("url", "Base URL of the OpenAI-compatible API.").Default("http://127.0.0.1:8000").StringVar(&c.target.URL)
+	c.sweep.Flag("api", "chat or completions.").Default("chat").EnumVar(&c.target.API, "chat", "completions")
+	c.sweep.Flag("model", "Model to ask for; empty: the first the server lists.").StringVar(&c.target.Model)
+	c.sweep.Flag("api-key-file", "File holding the API key (never printed).").StringVar(&c.target.APIKeyFile)
+	c.sweep.Flag("api-key-env", "Environment variable holding the API key (never printed).").StringVar(&c.target.APIKeyEnv)
+	c.sweep.Flag("metrics-url", "The server's own /metrics, for queue wait; empty: as the daemon's metrics_url, <url>/metrics (<url>/prometheus/metrics for trtllm).").StringVar(&c.target.MetricsURL)
+	c.sweep.Flag("engine", "Engine whose metric names to read: "+strings.Join(append([]string{"auto"}, engine.Engines()...), ", ")+", or none.").
+		Default("auto").StringVar(&c.target.Engine)
+	c.sweep.Flag("config.file", "Daemon config to take scenarios, use cases and the power source from; empty: the built-in defaults.").StringVar(&c.configFile)
+	c.sweep.Flag("contexts", "Comma-separated context lengths in tokens; empty: the config's scenarios.").StringVar(&c.contexts)
+	c.sweep.Flag("concurrency", "Comma-separated concurrency levels.").Default(joinInts(bench.DefaultConcurrency)).IsSetByUser(&c.levelsSet).StringVar(&c.levels)
+	c.sweep.Flag("output-tokens", "Output tokens per request of the grid and of every use case without an E2E threshold (those keep their scenario's).").Default("1024").IntVar(&c.output)
+	c.sweep.Flag("requests-per-cell", "Requests per closed-loop cell; 0: two per slot.").Default("0").IntVar(&c.requests)
+	c.sweep.Flag("cell-duration", "Run each closed-loop cell this long instead of a request count (simulated time on a simulator).").DurationVar(&c.cellDuration)
+	c.sweep.Flag("warmup", "Requests sent alone and discarded before the first cell of each context and output length.").Default("1").IntVar(&c.warmup)
+	c.sweep.Flag("burst", "Comma-separated burst sizes: that many requests at once, nothing after (queue-depth mode).").StringVar(&c.burst)
+	c.sweep.Flag("burst.ttft-max", "Mean TTFT limit of the max safe queue depth.").Default("3s").DurationVar(&c.burstTTFT)
+	c.sweep.Flag("rate", "Comma-separated request rates (per second): open-loop cells at every context, requests sent at the rate whatever the server's state.").StringVar(&c.rates)
+	c.sweep.Flag("rate.max-in-flight", "Most requests an open-loop cell keeps in flight; a send past it waits, and the report counts it.").Default("1024").IntVar(&c.maxInFlight)
+	c.sweep.Flag("arrival", "Spacing of the open-loop requests: constant, or poisson (independent users).").Default("poisson").EnumVar(&c.arrival, bench.Constant, bench.Poisson)
+	c.sweep.Flag("seed", "Seed of the Poisson arrivals and drawn lengths: the same seed sends the same pattern.").Default("1").Uint64Var(&c.seed)
+	c.sweep.Flag("input.spread", "Draw each prompt's length around the cell's with this coefficient of variation (log-normal, seeded by --seed); 0: every prompt at the cell's length.").Default("0").Float64Var(&c.inSpread)
+	c.sweep.Flag("output.spread", "Draw each request's output length the same way.").Default("0").Float64Var(&c.outSpread)
+	c.sweep.Flag("repeat", "Measure every cell this many times; the report gives each figure and limit a 95% confidence interval.").Default("1").IntVar(&c.repeat)
+	c.sweep.Flag("search", "Narrow each use case's limit with extra cells (exponential, then bisection).").BoolVar(&c.search)
+	c.sweep.Flag("search.max", "Highest concurrency the search tries.").Default("256").IntVar(&c.searchMax)
+	c.sweep.Flag("warm-cache", "Let prompts share a prefix cache (default: a fresh nonce per prompt).").BoolVar(&c.warm)
+	c.sweep.Flag("dry-run", "Print the cells, the tokens and the expected duration; send nothing.").BoolVar(&c.dryRun)
+	c.sweep.Flag("out", "Directory for report.json/.csv/.md/.html; an existing report.json there is resumed.").Default("bench-report").StringVar(&c.out)
+	c.sweep.Flag("assume.prefill-tps", "Dry run and ETA: assumed prompt tokens per second of the server.").Default("10000").Float64Var(&c.assumedPrefill)
+	c.sweep.Flag("assume.decode-tps", "Dry run and ETA: assumed output tokens per second of one stream.").Default("60").Float64Var(&c.assumedDecode)
+	c.sweep.Flag("energy-price", "Electricity price per kWh for the report's cost per hour; 0: no cost.").Default("0.10").Float64Var(&c.energyPrice)
+	c.compare = c.cmd.Command("compare", "Set two reports side by side (before and after a change): compare.html and compare.md.")
 	c.compare.Arg("a", "The first report: its report.json or its directory.").Required().StringVar(&c.compareA)
 	c.compare.Arg("b", "The second report: its report.json or its directory.").Required().StringVar(&c.compareB)
-	c.compare.Flag("dir", "Directory for compare.html.").Default("bench-compare").StringVar(&c.compareDir)
+	c.compare.Flag("out", "Directory for compare.html and compare.md.").Default("bench-compare").StringVar(&c.compareDir)
 	c.compare.Flag("label.a", "Name of the first report; empty: its directory's name.").StringVar(&c.labelA)
 	c.compare.Flag("label.b", "Name of the second report; empty: its directory's name.").StringVar(&c.labelB)
 	return c
@@ -126,12 +130,17 @@ func (c *benchCmd) runCompare() int {
 		fmt.Fprintln(os.Stderr, "headroom bench compare:", err)
 		return 1
 	}
-	path := filepath.Join(c.compareDir, "compare.html")
-	if err := bench.WriteFile(path, cmp.WriteHTML); err != nil {
-		fmt.Fprintln(os.Stderr, "headroom bench compare:", err)
-		return 1
+	for _, f := range []struct {
+		name  string
+		write func(io.Writer) error
+	}{{"compare.html", cmp.WriteHTML}, {"compare.md", cmp.WriteMarkdown}} {
+		path := filepath.Join(c.compareDir, f.name)
+		if err := bench.WriteFile(path, f.write); err != nil {
+			fmt.Fprintln(os.Stderr, "headroom bench compare:", err)
+			return 1
+		}
+		fmt.Println("Comparison:", path)
 	}
-	fmt.Println("Comparison:", path)
 	return 0
 }
 
@@ -186,14 +195,19 @@ func (c *benchCmd) plan() (bench.Plan, *config.Config, error) {
 	} else if len(p.Contexts) == 0 {
 		p.Contexts = bench.Contexts(cfg)
 	}
-	if p.Concurrency, err = parseInts("concurrency", c.levels); err != nil {
-		errs = append(errs, err)
-	}
 	if p.Burst, err = parseInts("burst", c.burst); err != nil {
 		errs = append(errs, err)
 	}
 	if p.Rates, err = parseFloats("rate", c.rates); err != nil {
 		errs = append(errs, err)
+	}
+	// --rate or --burst alone runs only its cells, as vllm bench serve
+	// --request-rate does; the closed-loop ladder comes with them only
+	// when --concurrency is given too.
+	if c.levelsSet || len(p.Burst)+len(p.Rates) == 0 {
+		if p.Concurrency, err = parseInts("concurrency", c.levels); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if err := config.CheckBaseURL(c.target.URL); err != nil {
 		errs = append(errs, fmt.Errorf("--url: %w", err))
@@ -225,9 +239,9 @@ func (c *benchCmd) run() int {
 	if w := config.V1Warning(c.target.URL); w != "" {
 		logger.Warn("--url", "problem", w)
 	}
-	if c.target.MetricsURL == "" {
-		c.target.MetricsURL, _ = url.JoinPath(c.target.URL, "/metrics") // --url was checked
-	}
+	// The daemon's defaults for a target, from the same code: the metrics
+	// page is <url>/prometheus/metrics for trtllm, <url>/metrics otherwise.
+	c.target.SetDefaults()
 	key, keyErr := c.target.APIKey()
 	// The key goes to the metrics page on the API's own origin only, as the
 	// daemon's metrics_url rule has it.

@@ -302,7 +302,7 @@ use_cases: [{name: u, scenario: s, ttft_max: 1s}]
 				reportCell(r, 0)["duration_s"] = 5e-324
 				reportCell(r, 0)["requests"].([]any)[0].(map[string]any)["output_tokens"] = 1e18
 			})
-			return []string{"bench", "compare", a, "../../bench/testdata/report.json", "--dir", t.TempDir()}
+			return []string{"bench", "compare", a, "../../bench/testdata/report.json", "--out", t.TempDir()}
 		}, 1, []string{"cells[0].requests[0].output_tokens: 1e+18 is out of range"}, 5 * time.Second, false},
 		{"1: resume a report whose rate cell is absurd", func(t *testing.T) []string {
 			out := t.TempDir()

@@ -15,6 +15,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/headroom-dev/headroom/capacity"
@@ -24,7 +25,8 @@ import (
 //go:embed status.html.tmpl
 var pageTemplate string
 
-var page = template.Must(template.New("status").Funcs(template.FuncMap{"num": num, "isNaN": math.IsNaN, "isInf": func(v float64) bool { return math.IsInf(v, 1) }}).Parse(pageTemplate))
+var page = template.Must(template.New("status").Funcs(template.FuncMap{"num": num, "isNaN": math.IsNaN, "isInf": func(v float64) bool { return math.IsInf(v, 1) },
+	"add": func(a, b float64) float64 { return a + b }, "sub": func(a, b float64) float64 { return a - b }, "half": func(a float64) float64 { return a / 2 }}).Parse(pageTemplate))
 
 // Target is one target's state beside its estimates.
 type Target struct {
@@ -39,7 +41,8 @@ type Target struct {
 func Render(w io.Writer, targets []Target, estimates []capacity.Estimate, now time.Time, refresh time.Duration) error {
 	type row struct {
 		capacity.Estimate
-		State  string // ok, low, breached, unknown
+		State  string // ok, low, breached, bound, unknown
+		Reason string // why a row is not ok, and what would change it
 		Curves []chart
 		Next   string
 	}
@@ -55,22 +58,12 @@ func Render(w io.Writer, targets []Target, estimates []capacity.Estimate, now ti
 	}
 	var ts []target
 	for _, t := range targets {
-		tv := target{Target: t}
-		if up := now.Sub(t.Since).Seconds(); up > 0 {
-			spent := t.Busy.Seconds() / up
-			tv.Spent = fmt.Sprintf("%.2f%% of %.2f%%", 100*spent, 100*t.Budget)
-			if spent > t.Budget {
-				// The monitor holds a target's next probe back for busy/budget
-				// after each: a burst is paid for by the quiet after it, so the
-				// share runs ahead of the budget until that quiet has passed
-				// (the demo's page read 27.66% of 25% at 3 minutes).
-				tv.Spent += " (ahead after a burst: the quiet that follows pays for it)"
-			}
-		}
+		tv := target{Target: t, Spent: spent(t, now)}
 		for _, e := range byTarget[t.Name] {
 			r := row{Estimate: e, State: state(e), Next: until(e.NextProbe, now)}
+			r.Reason = reason(e, r.State, now)
 			for _, s := range e.SLOs {
-				r.Curves = append(r.Curves, plot(s, e.Points))
+				r.Curves = append(r.Curves, plot(s, e))
 			}
 			tv.Rows = append(tv.Rows, r)
 		}
@@ -78,6 +71,85 @@ func Render(w io.Writer, targets []Target, estimates []capacity.Estimate, now ti
 		ts = append(ts, tv)
 	}
 	return page.Execute(w, map[string]any{"Targets": ts, "Now": now.UTC().Format(time.RFC3339), "Refresh": int(refresh.Seconds())})
+}
+
+// spent is the share of the target's time its probes took since Since,
+// against the budget. The monitor holds a target's next probe back for
+// busy/budget after each probe or burst: the quiet after a probe pays for
+// it, so the share since start runs ahead of the budget until that quiet
+// has passed (right after the first probe, and after a burst: the demo's
+// page read 27.66% of 25% at 3 minutes), and the line says so.
+func spent(t Target, now time.Time) string {
+	up := now.Sub(t.Since).Seconds()
+	if up <= 0 {
+		return ""
+	}
+	share := t.Busy.Seconds() / up
+	out := fmt.Sprintf("%.2f%% of %.2f%%", 100*share, 100*t.Budget)
+	if share > t.Budget {
+		out += " (ahead for now: the quiet the monitor keeps after each probe pays for it, and the share falls back under the budget as it passes)"
+	}
+	return out
+}
+
+// reason says in a sentence why a row is not ok and what would change it,
+// "" for an ok row.
+func reason(e capacity.Estimate, state string, now time.Time) string {
+	next := ""
+	if !e.NextProbe.IsZero() {
+		next = fmt.Sprintf(" The next probe of %s is %s (%s UTC); a shorter interval for the scenario or a larger probe_budget brings it sooner.",
+			e.Scenario, until(e.NextProbe, now), e.NextProbe.UTC().Format("15:04:05"))
+	}
+	why := strings.TrimSuffix(e.Why, ".")
+	switch state {
+	case "breached":
+		s, ok := worst(e.SLOs)
+		if !ok {
+			return "Breached: a threshold is broken at the current load; it recovers as the load falls."
+		}
+		cmp := "above the maximum"
+		if s.Name == "decode_tokens_per_second" {
+			cmp = "below the minimum"
+		}
+		out := fmt.Sprintf("Breached: at the load now (%s), %s is %s, %s of %s.", short(e.Load), sloTitle(s.Name), withUnit(s.Value, s.Name), cmp, withUnit(s.Threshold, s.Name))
+		if !math.IsNaN(e.Capacity) {
+			return out + fmt.Sprintf(" It recovers once the load falls under the capacity (%s), or with more replicas.", short(e.Capacity))
+		}
+		return out + " It recovers as the load falls, or with more replicas."
+	case "low":
+		return fmt.Sprintf("Low: %s of %s requests free (%.0f%%), under the 20%% at which HeadroomLow warns; less load or more replicas raise it.",
+			short(math.Max(0, e.Free)), short(e.Capacity), 100*math.Max(0, e.Ratio))
+	case "bound":
+		out := fmt.Sprintf("Only a lower bound: the capacity is at least %s", short(e.Lower))
+		if why != "" {
+			out += " (" + why + ")"
+		}
+		return out + "; a calibration burst nearer the threshold places it." + next
+	case "unknown":
+		out := "No estimate yet"
+		if why != "" {
+			out += ": " + why
+		}
+		if e.Samples < e.SamplesNeeded {
+			out += fmt.Sprintf("; %d of the %d observations it needs", e.Samples, e.SamplesNeeded)
+		}
+		if math.IsNaN(e.Load) {
+			out += "; the server's load is unknown (its metrics cannot be read)"
+		}
+		return out + "." + next
+	}
+	return ""
+}
+
+// worst is the SLO with the smallest margin.
+func worst(slos []capacity.SLO) (capacity.SLO, bool) {
+	best, ok := capacity.SLO{Margin: math.Inf(1)}, false
+	for _, s := range slos {
+		if s.Margin < best.Margin {
+			best, ok = s, true
+		}
+	}
+	return best, ok
 }
 
 // state is the row's colour: breached when a threshold is, bound when the
@@ -134,5 +206,8 @@ func num(v float64) string {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return "-"
 	}
-	return fmt.Sprintf("%.1f", v)
+	if out := fmt.Sprintf("%.1f", v); out != "-0.0" {
+		return out
+	}
+	return "0.0" // a margin of -0.01 is none, not a negative zero
 }

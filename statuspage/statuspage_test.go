@@ -21,6 +21,7 @@ func TestRender(t *testing.T) {
 		{Time: t0, Load: 1, InFlight: 1, TTFT: 0.5, Decode: 90},
 		{Time: t0, Load: 4, InFlight: 4, TTFT: 2, Decode: 40, Burst: 4},
 		{Time: t0, Load: 1, InFlight: 1, TTFT: 9, Decode: 90, Aftermath: true},
+		{Time: t0, Load: 2, InFlight: 2, TTFT: 151, Decode: 80}, // an outlier: drawn at the top, not scaling the axis
 	}
 	slo := capacity.SLO{Name: "ttft_seconds", Threshold: 3, Curve: capacity.Curve{{Load: 1, Value: 0.5, N: 1}, {Load: 4, Value: 2, N: 1}}}
 	est := func(name string, c, free, margin float64) capacity.Estimate {
@@ -35,31 +36,57 @@ func TestRender(t *testing.T) {
 	bound := est("bound", math.NaN(), math.NaN(), 0.5)
 	bound.Bound, bound.Lower, bound.Upper = "lower", 12, math.Inf(1)
 	bound.Why = "at least 12.0: decode threshold not reached; requests together up to 4"
+	breached := est("breached", 10, 0, -0.2)
+	breached.SLOs = []capacity.SLO{slo}
+	breached.SLOs[0].Value, breached.SLOs[0].Margin = 3.6, -0.2
 	target := Target{TargetStatus: collector.TargetStatus{Name: "gpu-1", Pool: "llama-70b", Model: "m", Engine: "vllm", URL: "http://gpu-1:8000", Up: true,
 		Next: map[string]time.Time{"ctx-8k": t0.Add(90 * time.Second)}, ProbeErrs: map[string]string{"ctx-96k": "timeout: " + errors.New("read stream: context deadline exceeded").Error()}},
 		Busy: 36 * time.Second, Since: t0.Add(-time.Hour), Budget: 0.02}
 	var b bytes.Buffer
 	if err := Render(&b, []Target{target}, []capacity.Estimate{est("ok", 10, 8, 0.5), est("low", 10, 1, 0.1), bound,
-		est("breached", 10, 0, -0.2), unknown}, t0, 30*time.Second); err != nil {
+		breached, unknown}, t0, 30*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	golden.Check(t, "testdata/status.html", b.Bytes())
 	page := b.String()
-	for _, want := range []string{`class="ok" data-target="gpu-1" data-use-case="ok"`, `class="low"`, `class="bound"`, `class="breached"`, `class="unknown"`,
+	for _, want := range []string{`class="row ok" data-target="gpu-1" data-use-case="ok"`, `class="row low"`, `class="row bound"`, `class="row breached"`, `class="row unknown"`,
 		"probe budget spent 1.00% of 2.00%", "timeout: read stream", `<td class="capacity">10.0</td>`, `<td class="capacity">-</td>`,
-		`<td class="capacity">&ge; 12.0</td>`, `<td class="bounds">8.0 &ndash; 12.0</td>`, `<td class="bounds">12.0 &ndash; &infin;</td>`} {
+		`<td class="capacity">&ge; 12.0</td>`, `<td class="bounds">8.0 &ndash; 12.0</td>`, `<td class="bounds">12.0 &ndash; &infin;</td>`,
+		// A sentence per non-ok row: why, and what would change it.
+		"Low: 1 of 10 requests free (10%), under the 20% at which HeadroomLow warns",
+		"Breached: at the load now (2), time to first token is 3.6 s, above the maximum of 3 s. It recovers once the load falls under the capacity (10)",
+		"Only a lower bound: the capacity is at least 12 (at least 12.0: decode threshold not reached; requests together up to 4); a calibration burst nearer the threshold places it. The next probe of ctx-8k is in 1m30s (12:01:30 UTC)",
+		"No estimate yet: TTFT: no requests sent together at two levels yet. The next probe of ctx-8k is in 1m30s",
+		// Axes with ticks and units, the load and the capacity marked, the outlier clipped and said.
+		`class="xtick"`, `class="ytick"`, "time to first token (s)", "load 2", "capacity 10", "capacity ≥ 12", `class="band"`,
+		"1 above 6 s, drawn at the top", `class="clipped"`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %s", want)
 		}
 	}
-	// The aftermath probe is not drawn: two points per chart.
-	if n := strings.Count(page, "<circle"); n != 5*2 {
-		t.Errorf("%d points drawn, want 2 per chart", n)
+	// The aftermath probe is not drawn, the outlier is drawn clipped: two
+	// points and one clipped mark per chart.
+	if n, c := strings.Count(page, "<circle"), strings.Count(page, `<path class="clipped"`); n != 5*2 || c != 5 {
+		t.Errorf("%d points and %d clipped marks drawn, want 2 and 1 per chart", n, c)
+	}
+	// The ok row has no reason; every other row has one.
+	if n := strings.Count(page, `<p class="reason">`); n != 4 {
+		t.Errorf("%d reason sentences, want one per non-ok row (4)", n)
 	}
 }
 
-// The budget's share since start runs ahead of the budget after a burst,
-// and the page says why rather than show a budget overrun unexplained.
+// A margin that rounds to zero from below reads 0.0, not -0.0.
+func TestNum(t *testing.T) {
+	for v, want := range map[float64]string{-0.04: "0.0", -0.06: "-0.1", 0.04: "0.0", 2.25: "2.2", math.NaN(): "-", math.Inf(1): "-"} {
+		if got := num(v); got != want {
+			t.Errorf("num(%g) = %q, want %q", v, got, want)
+		}
+	}
+}
+
+// The budget's share since start runs ahead of the budget after a probe
+// or a burst, and the page says why rather than show a budget overrun
+// unexplained; it names no burst, which may not have been sent.
 func TestBudgetSpent(t *testing.T) {
 	for _, tc := range []struct {
 		busy  time.Duration
@@ -68,7 +95,7 @@ func TestBudgetSpent(t *testing.T) {
 	}{
 		{36 * time.Second, "probe budget spent 1.00% of 2.00%", false},
 		{72 * time.Second, "probe budget spent 2.00% of 2.00%", false},
-		{108 * time.Second, "probe budget spent 3.00% of 2.00% (ahead after a burst", true},
+		{108 * time.Second, "probe budget spent 3.00% of 2.00% (ahead for now: the quiet the monitor keeps after each probe pays for it", true},
 	} {
 		var b bytes.Buffer
 		target := Target{TargetStatus: collector.TargetStatus{Name: "gpu-1", URL: "http://gpu-1:8000", Up: true}, Busy: tc.busy, Since: t0.Add(-time.Hour), Budget: 0.02}
@@ -76,7 +103,7 @@ func TestBudgetSpent(t *testing.T) {
 			t.Fatal(err)
 		}
 		page := b.String()
-		if !strings.Contains(page, tc.want) || strings.Contains(page, "ahead after a burst") != tc.ahead {
+		if !strings.Contains(page, tc.want) || strings.Contains(page, "ahead for now") != tc.ahead {
 			t.Errorf("busy %v: page says %q, want %q (ahead: %v)", tc.busy, budgetLine(page), tc.want, tc.ahead)
 		}
 	}

@@ -299,6 +299,16 @@ func newClients(tc config.Target, sameHost bool, dial DialFunc) (client, metrics
 	return client, metrics, nil
 }
 
+// Clients builds a target's HTTP clients as the daemon does, for a check
+// that tries it once (check-config --probe): one for its API, one for its
+// metrics page, which gets the API key (metricsKey) only on the API's own
+// scheme and host.
+func Clients(tc config.Target) (api, metrics *http.Client, metricsKey bool, err error) {
+	local := sameHost(tc.URL, tc.MetricsURL)
+	api, metrics, err = newClients(tc, local, nil)
+	return api, metrics, local, err
+}
+
 // sameOrigin keeps a client's redirects within its target's scheme, host
 // and port (probe.SameOrigin), where follow_redirects leaves them on: the
 // client's round tripper sets its credentials on every request it sends.

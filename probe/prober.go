@@ -311,3 +311,78 @@ func FirstModel(ctx context.Context, ep Endpoint) (string, error) {
 		return id, nil
 	}
 }
+
+// Tokenizer names the tokenize endpoint the prober sizes prompts with, as
+// "<engine's shape> <path>", "" where it found none (sizing then learns
+// from the server's usage counts). Known after Resolve.
+func (p *Prober) Tokenizer() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.counter == nil {
+		return ""
+	}
+	return p.counter.shape.name + " " + p.counter.shape.path
+}
+
+// ContextLength is the most tokens, prompt and output together, the
+// server takes in one request, and where it said so: llama.cpp's /props
+// (the n_ctx it serves, of the whole server; each of its slots gets a
+// share), else the first model's max_model_len in /v1/models (vLLM,
+// SGLang, headroom sim), else its meta.n_ctx_train (llama.cpp's training
+// context). 0 and "" where the server says none of these.
+func ContextLength(ctx context.Context, ep Endpoint) (tokens int, source string, err error) {
+	var props struct {
+		Settings struct {
+			NCtx int `json:"n_ctx"`
+		} `json:"default_generation_settings"`
+	}
+	if getJSON(ctx, ep, "/props", &props) == nil && props.Settings.NCtx > 0 {
+		return props.Settings.NCtx, "/props n_ctx", nil
+	}
+	var models struct {
+		Data []struct {
+			MaxModelLen int `json:"max_model_len"`
+			Meta        struct {
+				NCtxTrain int `json:"n_ctx_train"`
+			} `json:"meta"`
+		} `json:"data"`
+	}
+	if err := getJSON(ctx, ep, "/v1/models", &models); err != nil {
+		return 0, "", err
+	}
+	switch {
+	case len(models.Data) == 0:
+	case models.Data[0].MaxModelLen > 0:
+		return models.Data[0].MaxModelLen, "/v1/models max_model_len", nil
+	case models.Data[0].Meta.NCtxTrain > 0:
+		return models.Data[0].Meta.NCtxTrain, "/v1/models meta.n_ctx_train", nil
+	}
+	return 0, "", nil
+}
+
+// getJSON reads a JSON answer of at most 1 MiB from the endpoint's path.
+func getJSON(ctx context.Context, ep Endpoint, path string, v any) error {
+	url, err := ep.url(path)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	if ep.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+ep.APIKey)
+	}
+	resp, err := ep.Client.Do(req)
+	if err != nil {
+		return ep.redact(fmt.Errorf("get %s: %w", url, err))
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return &StatusError{URL: url, Code: resp.StatusCode}
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(v); err != nil {
+		return fmt.Errorf("get %s: %w", url, err)
+	}
+	return nil
+}

@@ -55,6 +55,7 @@ func run(args []string) int {
 	rules := newRulesCmd(app)
 	check := app.Command("check-config", "Validate a configuration file; errors name the field's path.")
 	checkFile := check.Arg("file", "configuration file").Required().String()
+	checkProbe := check.Flag("probe", "Also try each target once (models, tokenizer, context length, a one-token request, its metrics page) and say what it found; exit 1 if one does not answer.").Bool()
 	app.Command("version", "Print version, revision and Go version.")
 
 	cmd, err := app.Parse(args)
@@ -74,7 +75,7 @@ func run(args []string) int {
 	case rules.cmd.FullCommand():
 		return rules.run()
 	case check.FullCommand():
-		return checkConfig(*checkFile)
+		return checkConfig(*checkFile, *checkProbe)
 	case "version":
 		fmt.Println(version.Print("headroom"))
 		return 0

@@ -113,7 +113,7 @@ scrape_configs:
 	for _, p := range problems {
 		t.Error(p)
 	}
-	checkStatusPage(t, demoAddr, filepath.Join(dir, "status.png"))
+	checkStatusPage(t, demoAddr, dir)
 	if t.Failed() {
 		for _, log := range []string{"demo.log", "prometheus.log"} {
 			b, _ := os.ReadFile(filepath.Join(dir, log))

@@ -13,37 +13,89 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/headroom-dev/headroom/internal/chromium"
+	"github.com/headroom-dev/headroom/internal/golden"
 )
 
-// checkStatusPage opens a running daemon's /status in headless Chromium,
-// screenshots it, and holds it to /api/v1/status: every target and use
-// case shown, with the same capacity to the shown precision, and every
-// curve of a use case with samples drawn with points.
-func checkStatusPage(t *testing.T, addr, shotPath string) {
+// widths are the windows the status page is read in: a desktop monitor's
+// and a laptop's. Its screenshots at each are in testdata/ (written by
+// `go test ./e2e -run TestDemoUnderPrometheus -update`).
+var widths = []struct {
+	name string
+	w, h int
+}{{"desktop", 1440, 900}, {"laptop", 1024, 768}}
+
+// checkStatusPage opens a running daemon's /status in headless Chromium at
+// each width, screenshots it, and holds it to /api/v1/status: every target
+// and use case shown, with the same capacity to the shown precision; every
+// chart with ticks on both axes, the load marked wherever it is known,
+// points drawn where there are samples and no text over another; and a
+// sentence on every row that is not ok.
+func checkStatusPage(t *testing.T, addr, dir string) {
 	t.Helper()
 	if !chromium.Available() {
 		t.Log("no chromium on PATH: the status page is not checked")
 		return
 	}
-	ctx := chromium.Context(t, 1400, 1000, time.Minute)
-	type row struct {
-		Target, UseCase, Capacity string
-		Dots                      []int
+	for _, size := range widths {
+		t.Run(size.name, func(t *testing.T) {
+			shot := checkStatusPageAt(t, addr, size.w, size.h)
+			path := filepath.Join(dir, "status-"+size.name+".png")
+			if golden.Updating() {
+				path = filepath.Join("testdata", "status-"+size.name+".png")
+			}
+			if err := os.WriteFile(path, shot, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		})
 	}
+}
+
+type chartShown struct {
+	Curve               string
+	XTicks, YTicks      int
+	Dots, Loads         int
+	Overlaps            []string
+	RightEdge, SVGRight float64
+}
+
+type rowShown struct {
+	Target, UseCase, Capacity, State, Reason string
+	Charts                                   []chartShown
+}
+
+// rowsJS reads each row of the page, its detail row's reason and charts.
+const rowsJS = `Array.from(document.querySelectorAll('tr[data-target]')).map(r => {
+	const d = document.querySelector('tr[data-detail-target="' + r.dataset.target + '"][data-detail-use-case="' + r.dataset.useCase + '"]');
+	const reason = d && d.querySelector('.reason');
+	return {
+		Target: r.dataset.target, UseCase: r.dataset.useCase, State: r.dataset.state,
+		Capacity: r.querySelector('td.capacity').textContent,
+		Reason: reason ? reason.textContent : "",
+		Charts: d ? Array.from(d.querySelectorAll('svg[data-curve]')).map(s => {
+			const ts = Array.from(s.querySelectorAll('text')).map(t => ({t: t.textContent, b: t.getBoundingClientRect()}));
+			const overlaps = [];
+			for (let i = 0; i < ts.length; i++) for (let j = i + 1; j < ts.length; j++) {
+				const a = ts[i].b, c = ts[j].b;
+				if (a.x < c.x + c.width - 0.5 && c.x < a.x + a.width - 0.5 && a.y < c.y + c.height - 0.5 && c.y < a.y + a.height - 0.5) overlaps.push(ts[i].t + " / " + ts[j].t);
+			}
+			return {Curve: s.dataset.curve, XTicks: s.querySelectorAll('text.xtick').length, YTicks: s.querySelectorAll('text.ytick').length,
+				Dots: s.querySelectorAll('circle, path.clipped').length, Loads: s.querySelectorAll('line.load').length, Overlaps: overlaps,
+				RightEdge: s.getBoundingClientRect().right, SVGRight: document.documentElement.clientWidth};
+		}) : []};
+})`
+
+func checkStatusPageAt(t *testing.T, addr string, w, h int) []byte {
+	ctx := chromium.Context(t, w, h, time.Minute)
 	// The page is rendered between two reads of /api/v1/status. The demo's
 	// estimates move every few seconds (its simulator runs at 10x), so the
 	// comparison takes a render whose reads on both sides agree, trying a
 	// few times; otherwise the page must show one of the two.
 	var before, after map[string]estimate
-	var rows []row
+	var rows []rowShown
 	var shot []byte
 	for range 5 {
 		before = statusJSON(t, addr)
-		err := chromedp.Run(ctx, chromedp.Navigate("http://"+addr+"/status"),
-			chromedp.Evaluate(`Array.from(document.querySelectorAll('tr[data-target]')).map(r => ({
-			Target: r.dataset.target, UseCase: r.dataset.useCase,
-			Capacity: r.querySelector('td.capacity').textContent,
-			Dots: Array.from(r.querySelectorAll('svg[data-curve]')).map(s => s.querySelectorAll('circle').length)}))`, &rows),
+		err := chromedp.Run(ctx, chromedp.Navigate("http://"+addr+"/status"), chromedp.Evaluate(rowsJS, &rows),
 			chromedp.FullScreenshot(&shot, 100)) // 100: PNG
 		if err != nil {
 			t.Fatal(err)
@@ -53,13 +105,10 @@ func checkStatusPage(t *testing.T, addr, shotPath string) {
 			break
 		}
 	}
-	if err := os.WriteFile(shotPath, shot, 0o644); err != nil {
-		t.Fatal(err)
+	if img, err := png.Decode(bytes.NewReader(shot)); err != nil || img.Bounds().Dx() != w {
+		t.Errorf("screenshot: %v, want %d px wide", err, w)
 	}
-	if img, err := png.Decode(bytes.NewReader(shot)); err != nil || img.Bounds().Dx() < 1000 {
-		t.Errorf("screenshot: %v", err)
-	}
-	shown := map[string]row{}
+	shown := map[string]rowShown{}
 	for _, r := range rows {
 		shown[r.Target+"/"+r.UseCase] = r
 	}
@@ -72,23 +121,59 @@ func checkStatusPage(t *testing.T, addr, shotPath string) {
 		if r.Capacity != e.shown() && r.Capacity != before[key].shown() {
 			t.Errorf("%s: the page shows capacity %s, /api/v1/status %s then %s", key, r.Capacity, before[key].shown(), e.shown())
 		}
-		if len(r.Dots) == 0 {
-			t.Errorf("%s: no curve on the page", key)
+		if st := e.state(); st != "ok" && before[key].state() != "ok" && r.Reason == "" {
+			t.Errorf("%s: %s in /api/v1/status, and the page gives no reason", key, st)
 		}
-		for i, n := range r.Dots {
-			if e.Samples > 0 && n == 0 {
-				t.Errorf("%s: curve %d has no points drawn, %d samples", key, i, e.Samples)
+		if r.State != "ok" && len(r.Reason) < 20 {
+			t.Errorf("%s: a %s row without a sentence saying why (%q)", key, r.State, r.Reason)
+		}
+		// An SLO's capacity and margin are null where unknown, as the use
+		// case's are, never a 0 that reads as "no room".
+		for i, s := range e.SLOs {
+			if e.Capacity == nil && e.Bound == "" && s.Capacity != nil && *s.Capacity == 0 {
+				t.Errorf("%s: slos[%d].capacity is 0 where the capacity is null", key, i)
+			}
+			if e.Margin == nil && s.Margin != nil {
+				t.Errorf("%s: slos[%d].margin is %g where the margin is null", key, i, *s.Margin)
+			}
+		}
+		if len(r.Charts) == 0 || len(r.Charts) != len(e.SLOs) {
+			t.Errorf("%s: %d charts, %d SLOs in /api/v1/status", key, len(r.Charts), len(e.SLOs))
+		}
+		for _, c := range r.Charts {
+			if c.XTicks < 2 || c.YTicks < 2 {
+				t.Errorf("%s %s: %d x ticks and %d y ticks, want at least 2 each", key, c.Curve, c.XTicks, c.YTicks)
+			}
+			if e.Load != nil && before[key].Load != nil && c.Loads != 1 {
+				t.Errorf("%s %s: %d load markers, the load is %g", key, c.Curve, c.Loads, *e.Load)
+			}
+			if e.Samples > 0 && c.Dots == 0 {
+				t.Errorf("%s %s: no points drawn, %d samples", key, c.Curve, e.Samples)
+			}
+			if len(c.Overlaps) > 0 {
+				t.Errorf("%s %s: overlapping text: %v", key, c.Curve, c.Overlaps)
+			}
+			if c.RightEdge > c.SVGRight {
+				t.Errorf("%s %s: the chart ends at %.0f px, past the %d px window", key, c.Curve, c.RightEdge, w)
 			}
 		}
 	}
-	t.Logf("status page: %d rows, screenshot %s", len(rows), filepath.Base(shotPath))
+	t.Logf("status page at %d px: %d rows", w, len(rows))
+	return shot
 }
 
 type estimate struct {
 	Capacity *float64 `json:"capacity"`
 	Lower    *float64 `json:"capacity_lower"`
 	Bound    string   `json:"bound"`
+	Load     *float64 `json:"load"`
+	Ratio    *float64 `json:"ratio"`
+	Margin   *float64 `json:"margin"`
 	Samples  int      `json:"samples"`
+	SLOs     []struct {
+		Capacity *float64 `json:"capacity"`
+		Margin   *float64 `json:"margin"`
+	} `json:"slos"`
 }
 
 // shown is the capacity as the page writes it: a lower bound as "≥ x".
@@ -100,6 +185,23 @@ func (e estimate) shown() string {
 		return "-"
 	}
 	return fmt.Sprintf("%.1f", *e.Capacity)
+}
+
+// state is the row's state as /api/v1/status gives it: breached below a
+// zero margin, a bound, unknown without a capacity or a ratio, low under
+// 20% free.
+func (e estimate) state() string {
+	switch {
+	case e.Margin != nil && *e.Margin < 0:
+		return "breached"
+	case e.Bound != "":
+		return "bound"
+	case e.Capacity == nil || e.Ratio == nil:
+		return "unknown"
+	case *e.Ratio < 0.2:
+		return "low"
+	}
+	return "ok"
 }
 
 // statusJSON reads /api/v1/status, keyed target/use case.
@@ -125,7 +227,7 @@ func sameShown(a, b map[string]estimate) bool {
 		return false
 	}
 	for k, e := range a {
-		if b[k].shown() != e.shown() {
+		if b[k].shown() != e.shown() || b[k].state() != e.state() {
 			return false
 		}
 	}

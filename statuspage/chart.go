@@ -172,9 +172,9 @@ func plot(s capacity.SLO, e capacity.Estimate) chart {
 	}
 	switch {
 	case e.Bound == "lower" && finite(e.Lower):
-		c.Capacity = c.vertical(x(e.Lower), "capacity ≥ "+short(e.Lower), 1)
+		c.Capacity = c.vertical(x(e.Lower), fmt.Sprintf("capacity ≥ %.1f", e.Lower), 1)
 	case finite(e.Capacity):
-		c.Capacity = c.vertical(x(e.Capacity), "capacity "+short(e.Capacity), 1)
+		c.Capacity = c.vertical(x(e.Capacity), fmt.Sprintf("capacity %.1f", e.Capacity), 1)
 		if finite(e.Lower) {
 			hi := c.Right
 			if finite(e.Upper) {

@@ -113,14 +113,18 @@ func reason(e capacity.Estimate, state string, now time.Time) string {
 		}
 		out := fmt.Sprintf("Breached: at the load now (%s), %s is %s, %s of %s.", short(e.Load), sloTitle(s.Name), withUnit(s.Value, s.Name), cmp, withUnit(s.Threshold, s.Name))
 		if !math.IsNaN(e.Capacity) {
-			return out + fmt.Sprintf(" It recovers once the load falls under the capacity (%s), or with more replicas.", short(e.Capacity))
+			return out + fmt.Sprintf(" It recovers once the load falls under the capacity (%.1f), or with more replicas.", e.Capacity)
 		}
 		return out + " It recovers as the load falls, or with more replicas."
 	case "low":
-		return fmt.Sprintf("Low: %s of %s requests free (%.0f%%), under the 20%% at which HeadroomLow warns; less load or more replicas raise it.",
-			short(math.Max(0, e.Free)), short(e.Capacity), 100*math.Max(0, e.Ratio))
+		return fmt.Sprintf("Low: %.1f of %.1f requests free (%.0f%%), under the 20%% at which HeadroomLow warns; less load or more replicas raise it.",
+			math.Max(0, e.Free), e.Capacity, 100*math.Max(0, e.Ratio))
 	case "bound":
-		out := fmt.Sprintf("Only a lower bound: the capacity is at least %s", short(e.Lower))
+		out := fmt.Sprintf("Only a lower bound: the capacity is at least %.1f", e.Lower)
+		// The model's why opens with the bound it gives ("at least 12.0:").
+		if _, rest, ok := strings.Cut(why, ": "); ok && strings.HasPrefix(why, "at least") {
+			why = rest
+		}
 		if why != "" {
 			out += " (" + why + ")"
 		}

@@ -53,12 +53,12 @@ func TestRender(t *testing.T) {
 		"probe budget spent 1.00% of 2.00%", "timeout: read stream", `<td class="capacity">10.0</td>`, `<td class="capacity">-</td>`,
 		`<td class="capacity">&ge; 12.0</td>`, `<td class="bounds">8.0 &ndash; 12.0</td>`, `<td class="bounds">12.0 &ndash; &infin;</td>`,
 		// A sentence per non-ok row: why, and what would change it.
-		"Low: 1 of 10 requests free (10%), under the 20% at which HeadroomLow warns",
-		"Breached: at the load now (2), time to first token is 3.6 s, above the maximum of 3 s. It recovers once the load falls under the capacity (10)",
-		"Only a lower bound: the capacity is at least 12 (at least 12.0: decode threshold not reached; requests together up to 4); a calibration burst nearer the threshold places it. The next probe of ctx-8k is in 1m30s (12:01:30 UTC)",
+		"Low: 1.0 of 10.0 requests free (10%), under the 20% at which HeadroomLow warns",
+		"Breached: at the load now (2), time to first token is 3.6 s, above the maximum of 3 s. It recovers once the load falls under the capacity (10.0)",
+		"Only a lower bound: the capacity is at least 12.0 (decode threshold not reached; requests together up to 4); a calibration burst nearer the threshold places it. The next probe of ctx-8k is in 1m30s (12:01:30 UTC)",
 		"No estimate yet: TTFT: no requests sent together at two levels yet. The next probe of ctx-8k is in 1m30s",
 		// Axes with ticks and units, the load and the capacity marked, the outlier clipped and said.
-		`class="xtick"`, `class="ytick"`, "time to first token (s)", "load 2", "capacity 10", "capacity ≥ 12", `class="band"`,
+		`class="xtick"`, `class="ytick"`, "time to first token (s)", "load 2", "capacity 10.0", "capacity ≥ 12.0", `class="band"`,
 		"1 above 6 s, drawn at the top", `class="clipped"`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %s", want)

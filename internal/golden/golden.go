@@ -12,6 +12,10 @@ import (
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
+// Updating says whether the test run rewrites its golden files: a test
+// whose output is no byte-for-byte match (a screenshot) writes it then.
+func Updating() bool { return *update }
+
 // Check fails t when got differs from the file at path, after rewriting the
 // file under -update.
 func Check(t *testing.T, path string, got []byte) {

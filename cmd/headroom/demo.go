@@ -28,6 +28,12 @@ type demoCmd struct {
 func newDemoCmd(app *kingpin.Application, s settings, logCfg *promslog.Config) *demoCmd {
 	c := &demoCmd{logCfg: logCfg}
 	c.cmd = app.Command("demo", "Run the daemon against an in-process simulator with background load; no GPU needed.")
+	// A demo runs a simulator and the daemon for whoever is at the
+	// machine: loopback unless told otherwise (--web.listen-address, or
+	// HEADROOM_WEB_LISTEN_ADDRESS, which serve reads too).
+	if os.Getenv("HEADROOM_WEB_LISTEN_ADDRESS") == "" {
+		s.ListenAddress = demoListen
+	}
 	c.web = addWebFlags(c.cmd, s)
 	addSimFlags(c.cmd, &c.sim, "daily")
 	c.cmd.GetFlag("time-scale").Default(fmt.Sprint(demoTimeScale))
@@ -44,6 +50,7 @@ func newDemoCmd(app *kingpin.Application, s settings, logCfg *promslog.Config) *
 // may take demoBudget of the time (a simulator costs nothing) and each
 // scenario is due every demoInterval.
 const (
+	demoListen    = "127.0.0.1:9835"
 	demoTimeScale = 10
 	demoDay       = 2 * time.Hour
 	demoBudget    = 0.25

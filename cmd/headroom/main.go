@@ -3,8 +3,12 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"reflect"
+	"slices"
 
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/caarlos0/env/v11"
@@ -27,17 +31,47 @@ type settings struct {
 	ShardIndex         string `env:"SHARD_INDEX" envDefault:"0"`
 }
 
+// readSettings reads the HEADROOM_* variables over the defaults. A
+// variable that does not parse leaves its field at the default and its
+// error under the field's name, naming the variable.
+func readSettings() (settings, map[string]error) {
+	var def settings
+	_ = env.ParseWithOptions(&def, env.Options{Environment: map[string]string{}}) // the envDefault values alone
+	s := def
+	err := env.ParseWithOptions(&s, env.Options{Prefix: "HEADROOM_"})
+	errs := map[string]error{}
+	var agg env.AggregateError
+	if !errors.As(err, &agg) {
+		if err != nil {
+			errs[""] = err
+		}
+		return s, errs
+	}
+	for _, e := range agg.Errors {
+		var pe env.ParseError
+		if !errors.As(e, &pe) {
+			errs[""] = errors.Join(errs[""], e)
+			continue
+		}
+		reflect.ValueOf(&s).Elem().FieldByName(pe.Name).Set(reflect.ValueOf(def).FieldByName(pe.Name))
+		f, _ := reflect.TypeFor[settings]().FieldByName(pe.Name)
+		name := "HEADROOM_" + f.Tag.Get("env")
+		errs[pe.Name] = fmt.Errorf("%s=%q: want a value of type %s", name, os.Getenv(name), pe.Type)
+	}
+	return s, errs
+}
+
 func main() {
 	buildinfo.Fill()
 	os.Exit(run(os.Args[1:]))
 }
 
 func run(args []string) int {
-	var s settings
-	if err := env.ParseWithOptions(&s, env.Options{Prefix: "HEADROOM_"}); err != nil {
-		fmt.Fprintln(os.Stderr, "headroom: environment:", err)
-		return 2
-	}
+	// A bad variable is the error of the commands that read it (serve and
+	// demo), not of every command: `headroom version` and check-config run
+	// whatever HEADROOM_SHARD_COUNT holds. The fields that parse keep
+	// their values; a failed one its default.
+	s, envErrs := readSettings()
 	app := kingpin.New("headroom", "Prometheus exporter and SLO capacity monitor for LLM inference servers.")
 	app.Version(version.Print("headroom"))
 	app.HelpFlag.Short('h')
@@ -61,6 +95,19 @@ func run(args []string) int {
 	cmd, err := app.Parse(args)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "headroom:", err)
+		return 2
+	}
+	// Each command is stopped by the variables it reads only: the demo runs
+	// no shard of a fleet.
+	var envErr error
+	switch cmd {
+	case serve.cmd.FullCommand():
+		envErr = errors.Join(slices.Collect(maps.Values(envErrs))...)
+	case demo.cmd.FullCommand():
+		envErr = errors.Join(envErrs["ListenAddress"], envErrs["WebConfigFile"], envErrs["WebEnableLifecycle"])
+	}
+	if envErr != nil {
+		fmt.Fprintf(os.Stderr, "headroom %s: environment: %v\n", cmd, envErr)
 		return 2
 	}
 	switch cmd {

@@ -539,18 +539,21 @@ func (t *target) probeLoop(ctx context.Context) {
 		}
 		sc, _ := scenario(t.scenarios, name)
 		start := time.Now()
-		busy, ok := t.probeN(ctx, sc, n)
+		busy, answered, ok := t.probeN(ctx, sc, n)
 		if !ok {
 			return // shutdown or reload: a cut-short probe is no measurement
 		}
 		spent += busy
-		if burst {
+		switch {
+		case burst:
 			bursts++
 			t.m.probes.AddBurst(t.cfg.Name, name)
 			t.m.logger.Info("calibration burst", "target", t.cfg.Name, "scenario", name, "probes", n, "busy", busy)
 			sched.Charge(start, busy)
-		} else {
+		case answered:
 			sched.Done(name, start, start.Add(busy))
+		default:
+			sched.Failed(name, start, time.Now())
 		}
 		t.m.probes.AddBusy(t.cfg.Name, busy)
 	}
@@ -615,8 +618,10 @@ func (t *target) wantBurst() (string, int, bool) {
 // time the target had a probe in flight, from the first sent to the last
 // done: a burst's probes queue behind one another's prefill, so the server
 // works for them about that long, not for the sum of their waits. ok is
-// false when ctx ended first.
-func (t *target) probeN(ctx context.Context, sc config.Scenario, n int) (busy time.Duration, ok bool) {
+// false when ctx ended first; answered is false when no probe gave a
+// sample (the server did not answer, or nothing measurable), which the
+// schedule retries after a backoff (Schedule.Failed).
+func (t *target) probeN(ctx context.Context, sc config.Scenario, n int) (busy time.Duration, answered, ok bool) {
 	// Model lookup, tokenizer detection and prompt sizing talk to the
 	// server too: under the scenario's deadline, and before any slot is
 	// taken, so a stalled server holds no slot another target needs.
@@ -629,24 +634,24 @@ func (t *target) probeN(ctx context.Context, sc config.Scenario, n int) (busy ti
 	}
 	cancel()
 	if ctx.Err() != nil {
-		return 0, false
+		return 0, false, false
 	}
 	if res, failed := preps[0].Failed(); failed {
 		t.observe(sc.Name, res, n, -1, time.Now())
 		t.failed.Add(1)
 		t.probeFailed(sc.Name, res)
 		t.m.logger.Warn("probe failed", "target", t.cfg.Name, "scenario", sc.Name, "stage", "prepare", "result", res.Outcome, "err", res.Err)
-		return 0, true
+		return 0, false, true
 	}
 	// One target of a server at a time, then all n global slots at once:
 	// bursts of two targets taking slots one by one could each hold part
 	// and wait on the other forever. Always in this order.
 	if err := t.server.Acquire(ctx, 1); err != nil {
-		return 0, false
+		return 0, false, false
 	}
 	defer t.server.Release(1)
 	if err := t.sem.Acquire(ctx, int64(n)); err != nil {
-		return 0, false
+		return 0, false, false
 	}
 	var before engine.Load
 	var beforeOK bool
@@ -718,7 +723,7 @@ func (t *target) probeN(ctx context.Context, sc config.Scenario, n int) (busy ti
 			t.record(s)
 		}
 	}
-	return busy, ctx.Err() == nil
+	return busy, len(samples) > 0, ctx.Err() == nil
 }
 
 // observe exports a probe's result: a lone probe's (n = 1) into the

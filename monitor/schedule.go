@@ -19,7 +19,16 @@ type Schedule struct {
 	intervals map[string]time.Duration
 	due       map[string]time.Time
 	ready     time.Time // the budget allows no probe before this
+	// failures counts the target's probes that failed in a row: a server
+	// that is down is down for every scenario.
+	failures int
 }
+
+// RetryFirst is the wait before the first retry of a failed probe, each
+// failure in a row doubling it up to the scenario's interval: a server
+// back after a restart is probed within seconds, not at the next 5 or 15
+// minute turn, and one that stays down is tried no more often than that.
+const RetryFirst = 5 * time.Second
 
 // NewSchedule makes every scenario due at once at start, in the given order.
 func NewSchedule(names []string, intervals []time.Duration, budget float64, start time.Time, seed uint64) *Schedule {
@@ -53,8 +62,23 @@ func (s *Schedule) Next() (string, time.Time) {
 // interval by themselves.
 func (s *Schedule) Done(name string, start, end time.Time) {
 	s.Charge(start, end.Sub(start))
+	s.failures = 0
 	j := 1 + s.jitter*(2*s.rnd.Float64()-1)
 	s.due[name] = start.Add(time.Duration(float64(s.intervals[name]) * j))
+}
+
+// Failed records a probe that ran from start to end and got no answer to
+// measure: billed to the budget as any probe, and tried again after a
+// backoff from RetryFirst, doubling with each failure in a row, never
+// later than the scenario's interval.
+func (s *Schedule) Failed(name string, start, end time.Time) {
+	s.Charge(start, end.Sub(start))
+	wait := s.intervals[name]
+	if s.failures < 30 { // 5 s << 30 is past any interval
+		wait = min(wait, RetryFirst<<s.failures)
+	}
+	s.failures++
+	s.due[name] = end.Add(wait)
 }
 
 // Charge bills probe time that began at start to the budget: nothing more is

@@ -56,3 +56,31 @@ func TestScheduleChargesBursts(t *testing.T) {
 		t.Errorf("next probe moved to %s", at.Sub(start))
 	}
 }
+
+// A failed probe is retried after 5 s, then 10, 20, ... never later than
+// the scenario's interval; an answer resets the backoff.
+func TestScheduleRetriesFailuresWithBackoff(t *testing.T) {
+	start := time.Unix(0, 0)
+	s := NewSchedule([]string{"s"}, []time.Duration{time.Minute}, 1, start, 1)
+	now := start
+	var waits []time.Duration
+	for range 6 {
+		_, at := s.Next()
+		now = at
+		s.Failed("s", now, now)
+		_, next := s.Next()
+		waits = append(waits, next.Sub(now))
+	}
+	want := []time.Duration{5 * time.Second, 10 * time.Second, 20 * time.Second, 40 * time.Second, time.Minute, time.Minute}
+	for i := range want {
+		if waits[i] != want[i] {
+			t.Errorf("retry %d after %s, want %s (all: %v)", i+1, waits[i], want[i], waits)
+		}
+	}
+	_, at := s.Next()
+	s.Done("s", at, at)
+	s.Failed("s", at.Add(time.Minute), at.Add(time.Minute))
+	if _, next := s.Next(); next.Sub(at.Add(time.Minute)) != RetryFirst {
+		t.Errorf("after an answer the first retry waits %s, want %s", next.Sub(at.Add(time.Minute)), RetryFirst)
+	}
+}

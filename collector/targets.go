@@ -1,7 +1,10 @@
 package collector
 
 import (
+	"fmt"
 	"math"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,6 +24,43 @@ type TargetStatus struct {
 	// redacted, until a probe of it succeeds.
 	MetricsErr string
 	ProbeErrs  map[string]string
+	// Known: the target's state has been read at least once (its metrics
+	// page answered or failed, or it has none to read), so that /metrics
+	// shows it as it is, not as not yet seen.
+	Known bool
+}
+
+// Readiness is /-/ready's answer for the targets' states: ready once each
+// target's state is known, whether up or down. A target that is down keeps
+// the daemon ready: its metrics are what alerts on it read, and a replica
+// taken out of a Service for it would not be scraped.
+func Readiness(ts []TargetStatus) (ready bool, text string) {
+	var unknown, down []string
+	for _, t := range ts {
+		switch {
+		case !t.Known:
+			unknown = append(unknown, t.Name)
+		case !t.Up && t.MetricsErr != "":
+			down = append(down, t.Name)
+		}
+	}
+	if len(unknown) > 0 {
+		return false, fmt.Sprintf("Not ready: %d of %d targets not read yet: %s", len(unknown), len(ts), list(unknown))
+	}
+	text = fmt.Sprintf("Ready: %d targets, %d of them up", len(ts), len(ts)-len(down))
+	if len(down) > 0 {
+		text += "; down: " + list(down)
+	}
+	return true, text
+}
+
+// list names at most ten targets: a fleet's answer stays short.
+func list(names []string) string {
+	sort.Strings(names)
+	if len(names) > 10 {
+		return strings.Join(names[:10], ", ") + fmt.Sprintf(" and %d more", len(names)-10)
+	}
+	return strings.Join(names, ", ")
 }
 
 // Targets exports what each target's engine says about itself. It is a custom

@@ -403,7 +403,7 @@ func (t *target) status() collector.TargetStatus {
 		errs[k] = v
 	}
 	return collector.TargetStatus{Name: t.cfg.Name, Pool: t.cfg.Pool, Model: t.prober.Model(), Engine: t.load.Engine, URL: t.cfg.URL, Up: t.up, Load: t.load, Next: next,
-		MetricsErr: t.lastErr, ProbeErrs: errs}
+		MetricsErr: t.lastErr, ProbeErrs: errs, Known: t.up || t.lastErr != "" || t.setupErr != nil || t.cfg.Engine == "none"}
 }
 
 // scrape reads the engine's metrics once, updates the target's state and logs

@@ -246,7 +246,13 @@ func (d *daemon) handler(lifecycle bool) http.Handler {
 	mux.HandleFunc("/api/v1/status", d.status)
 	mux.HandleFunc("/status", d.statusPage)
 	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "Healthy") })
-	mux.HandleFunc("/-/ready", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "Ready") })
+	mux.HandleFunc("/-/ready", func(w http.ResponseWriter, _ *http.Request) {
+		ready, text := collector.Readiness(d.mon.Status())
+		if !ready {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		fmt.Fprintln(w, text)
+	})
 	mux.Handle("/-/reload", reloadGuard(lifecycle, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost && r.Method != http.MethodPut {
 			w.Header().Set("Allow", "POST, PUT")

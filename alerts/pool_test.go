@@ -26,7 +26,7 @@ import (
 	"github.com/prometheus/prometheus/promql/promqltest"
 	"github.com/prometheus/prometheus/rules"
 	"github.com/prometheus/prometheus/util/teststorage"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/headroom-dev/headroom/capacity"
 	"github.com/headroom-dev/headroom/collector"

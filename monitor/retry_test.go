@@ -75,7 +75,7 @@ calibration: {enabled: false}
 			time.Sleep(time.Second)
 			if time.Since(start) == down-5*time.Second {
 				for _, s := range mon.Status() {
-					nextWhileDown = s.Next["s"].Sub(time.Now())
+					nextWhileDown = time.Until(s.Next["s"])
 				}
 			}
 		}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/model"
 	"github.com/prometheus/common/promslog"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/value"
@@ -85,7 +86,7 @@ func (s *scraper) add(out []sample, mfs map[string]*dto.MetricFamily, t int64) [
 	seen := map[string]labels.Labels{}
 	put := func(name string, m *dto.Metric, extra []string, v float64) {
 		b := labels.NewScratchBuilder(len(m.GetLabel()) + 4)
-		b.Add(labels.MetricName, name)
+		b.Add(model.MetricNameLabel, name)
 		b.Add("job", s.job)
 		b.Add("instance", s.instance)
 		for _, lp := range m.GetLabel() {

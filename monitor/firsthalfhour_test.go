@@ -1,0 +1,126 @@
+package monitor_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"log/slog"
+	"math"
+	"net/http"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"text/tabwriter"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/headroom-dev/headroom/capacity"
+	"github.com/headroom-dev/headroom/collector"
+	"github.com/headroom-dev/headroom/config"
+	"github.com/headroom-dev/headroom/estimator"
+	"github.com/headroom-dev/headroom/internal/memnet"
+	"github.com/headroom-dev/headroom/monitor"
+	"github.com/headroom-dev/headroom/sim"
+)
+
+// TestFirstHalfHour is what the README's first screen tells a new user to
+// expect: the shipped defaults (the five use cases, a 2% budget,
+// calibration on) against the simulator of report 000's server, for 30
+// minutes of virtual time, idle and under 6 users of 8K-context chat. It
+// logs, per use case, when the page first shows a bound ("≥ x") and a
+// capacity, and what it shows at 30 minutes (`go test ./monitor -run
+// TestFirstHalfHour -v`), and holds that every use case shows a number by
+// then, a bound at least.
+func TestFirstHalfHour(t *testing.T) {
+	if testing.Short() {
+		t.Skip("an hour of virtual time")
+	}
+	reports, err := sim.Reports()
+	if err != nil {
+		t.Fatal(err)
+	}
+	prof, err := sim.LookupProfile(reports[0].Profile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse([]byte("targets: [{name: sim, url: 'http://sim'}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const half = 30 * time.Minute
+	var out bytes.Buffer
+	tw := tabwriter.NewWriter(&out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "server\tuse case\tfirst bound\tfirst capacity\tat 30 min")
+	for _, run := range []struct {
+		name  string
+		users int
+	}{{"idle", 0}, {"6 users", 6}} {
+		type seen struct{ bound, capacity time.Duration }
+		first := map[string]*seen{}
+		var last []capacity.Estimate
+		synctest.Test(t, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			srv := sim.NewServer(prof, 1, "vllm")
+			ln := memnet.Listen()
+			hs := &http.Server{Handler: srv.Handler()}
+			var wg sync.WaitGroup
+			wg.Go(func() { _ = hs.Serve(ln) })
+			wg.Go(func() { srv.Run(ctx) })
+			if run.users > 0 {
+				wg.Go(func() {
+					srv.RunLoad(ctx, sim.Steps{Levels: []int{run.users}, Hold: 2 * half.Seconds()}, []sim.Shape{{Context: 8192, Output: 512, Weight: 1}}, 1)
+				})
+			}
+			est := estimator.New(cfg, nil)
+			mon := monitor.New(slog.New(slog.DiscardHandler), collector.NewProbes(prometheus.NewRegistry(), false), est, est, monitor.WithDial(ln.Dial))
+			start := time.Now()
+			mon.Apply(ctx, cfg)
+			for time.Since(start) < half {
+				time.Sleep(10 * time.Second)
+				last = est.Estimates(mon.Status(), time.Now())
+				for _, e := range last {
+					s := first[e.UseCase]
+					if s == nil {
+						s = &seen{-1, -1}
+						first[e.UseCase] = s
+					}
+					if s.bound < 0 && (e.Bound != "" || !math.IsNaN(e.Capacity)) {
+						s.bound = time.Since(start)
+					}
+					if s.capacity < 0 && !math.IsNaN(e.Capacity) {
+						s.capacity = time.Since(start)
+					}
+				}
+			}
+			mon.Stop()
+			cancel()
+			_ = hs.Close()
+			_ = ln.Close()
+			wg.Wait()
+		})
+		when := func(d time.Duration) string {
+			if d < 0 {
+				return "not yet"
+			}
+			return fmt.Sprintf("%.0f min", d.Minutes())
+		}
+		for _, e := range last {
+			s := first[e.UseCase]
+			now := "no number"
+			switch {
+			case !math.IsNaN(e.Capacity):
+				now = fmt.Sprintf("capacity %.1f (%.1f-%.1f)", e.Capacity, e.Lower, e.Upper)
+			case e.Bound != "":
+				now = fmt.Sprintf("≥ %.1f", e.Lower)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", run.name, e.UseCase, when(s.bound), when(s.capacity), now)
+			if s.bound < 0 {
+				t.Errorf("%s: %s shows no number after 30 minutes", run.name, e.UseCase)
+			}
+		}
+	}
+	tw.Flush()
+	t.Logf("the first half hour at the shipped defaults, report 000's simulator:\n%s", out.String())
+}

@@ -154,7 +154,7 @@ func plot(s capacity.SLO, e capacity.Estimate) chart {
 		}
 	}
 	if n := len(c.Clipped); n > 0 {
-		c.ClippedNote = fmt.Sprintf("%d above %s, drawn at the top", n, withUnit(maxY, s.Name))
+		c.ClippedNote = fmt.Sprintf("%d above %s, marked over the chart", n, withUnit(maxY, s.Name))
 	}
 	// Labels: the threshold's over its line at the left, the load's and the
 	// capacity's at the top, each on its own row so they never overlap.

@@ -59,7 +59,7 @@ func TestRender(t *testing.T) {
 		"No estimate yet: TTFT: no requests sent together at two levels yet. The next probe of ctx-8k is in 1m30s",
 		// Axes with ticks and units, the load and the capacity marked, the outlier clipped and said.
 		`class="xtick"`, `class="ytick"`, "time to first token (s)", "load 2", "capacity 10.0", "capacity ≥ 12.0", `class="band"`,
-		"1 above 6 s, drawn at the top", `class="clipped"`} {
+		"1 above 6 s, marked over the chart", `class="clipped"`} {
 		if !strings.Contains(page, want) {
 			t.Errorf("page lacks %s", want)
 		}

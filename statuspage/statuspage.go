@@ -107,12 +107,15 @@ func reason(e capacity.Estimate, state string, now time.Time) string {
 		if !ok {
 			return "Breached: a threshold is broken at the current load; it recovers as the load falls."
 		}
-		cmp := "above the maximum"
+		// The margin is the fitted model's for one more request at the load
+		// now once it has an estimate, the window's lone probes' before: the
+		// value it stands for is the threshold moved by it, in both cases.
+		cmp, v := "above the maximum", s.Threshold*(1-s.Margin)
 		if s.Name == "decode_tokens_per_second" {
-			cmp = "below the minimum"
+			cmp, v = "below the minimum", s.Threshold*(1+s.Margin)
 		}
-		out := fmt.Sprintf("Breached: at the load now (%s), %s is %s, %s of %s.", short(e.Load), sloTitle(s.Name), withUnit(s.Value, s.Name), cmp, withUnit(s.Threshold, s.Name))
-		if !math.IsNaN(e.Capacity) {
+		out := fmt.Sprintf("Breached: one more request at the load now (%s) would get %s %s, %s of %s.", short(e.Load), sloTitle(s.Name), withUnit(v, s.Name), cmp, withUnit(s.Threshold, s.Name))
+		if e.Load > e.Capacity {
 			return out + fmt.Sprintf(" It recovers once the load falls under the capacity (%.1f), or with more replicas.", e.Capacity)
 		}
 		return out + " It recovers as the load falls, or with more replicas."

@@ -54,7 +54,7 @@ func TestRender(t *testing.T) {
 		`<td class="capacity">&ge; 12.0</td>`, `<td class="bounds">8.0 &ndash; 12.0</td>`, `<td class="bounds">12.0 &ndash; &infin;</td>`,
 		// A sentence per non-ok row: why, and what would change it.
 		"Low: 1.0 of 10.0 requests free (10%), under the 20% at which HeadroomLow warns",
-		"Breached: at the load now (2), time to first token is 3.6 s, above the maximum of 3 s. It recovers once the load falls under the capacity (10.0)",
+		"Breached: one more request at the load now (2) would get time to first token 3.6 s, above the maximum of 3 s. It recovers as the load falls, or with more replicas.",
 		"Only a lower bound: the capacity is at least 12.0 (decode threshold not reached; requests together up to 4); a calibration burst nearer the threshold places it. The next probe of ctx-8k is in 1m30s (12:01:30 UTC)",
 		"No estimate yet: TTFT: no requests sent together at two levels yet. The next probe of ctx-8k is in 1m30s",
 		// Axes with ticks and units, the load and the capacity marked, the outlier clipped and said.
@@ -115,4 +115,17 @@ func budgetLine(page string) string {
 		return ""
 	}
 	return page[i:min(len(page), i+90)]
+}
+
+// A breach names the value one more request would get, from the SLO's
+// margin (the fitted model's once there is an estimate), never the
+// window's statistic beside it, which may lie on the other side (131 tok/s
+// read "below the minimum of 15" on the demo's page).
+func TestBreachReason(t *testing.T) {
+	e := capacity.Estimate{UseCase: "chatbot", Load: 12, Capacity: 10, Margin: -0.2,
+		SLOs: []capacity.SLO{{Name: "ttft_seconds", Threshold: 8, Value: 2, Margin: 0.3}, {Name: "decode_tokens_per_second", Threshold: 15, Value: 131, Margin: -0.2}}}
+	want := "Breached: one more request at the load now (12) would get decode speed 12 tok/s, below the minimum of 15 tok/s. It recovers once the load falls under the capacity (10.0), or with more replicas."
+	if got := reason(e, state(e), t0); got != want {
+		t.Errorf("reason:\n got %s\nwant %s", got, want)
+	}
 }

@@ -460,13 +460,14 @@ func (t *target) scrape(ctx context.Context) (engine.Load, bool) {
 // the load that the status, the free requests and the pools' replica rules
 // read is production's, so that a calibration burst of 19 does not read as
 // 19 more users (nor page as a lack of headroom). The engine does not say
-// which of its requests wait, so the probes come off the running first; a
-// probe not yet arrived at the server takes off one too many, never below
-// zero.
+// which of its requests wait; a burst arrives after the requests already
+// running and queues behind them first come first served, so the probes
+// come off the waiting first. A probe not yet arrived at the server takes
+// off one too many, never below zero.
 func production(l engine.Load, own float64) engine.Load {
-	off := math.Min(own, l.Running)
-	l.Running -= off
-	l.Waiting = math.Max(l.Waiting-(own-off), 0)
+	off := math.Min(own, l.Waiting)
+	l.Waiting -= off
+	l.Running = math.Max(l.Running-(own-off), 0)
 	return l
 }
 

@@ -16,9 +16,12 @@ import (
 func TestServeReadsLoadAndPower(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	s := sim.NewServer(sim.Tiny, 1, "vllm")
+	// Ten times faster than the wall: the background's users join over
+	// the simulator's 30 s arrival spread, so each level holds 40 s of
+	// its time (4 s of the wall) for them to arrive and run.
+	s := sim.NewServer(sim.Tiny, 10, "vllm")
 	go s.Run(ctx)
-	go s.RunLoad(ctx, sim.Steps{Levels: []int{0, 6}, Hold: 2}, []sim.Shape{{Context: 2048, Output: 2000, Weight: 1}}, 7)
+	go s.RunLoad(ctx, sim.Steps{Levels: []int{0, 6}, Hold: 40}, []sim.Shape{{Context: 2048, Output: 2000, Weight: 1}}, 7)
 	srv := httptest.NewServer(s.Handler())
 	defer srv.Close()
 	cfg := fmt.Sprintf(`targets:

@@ -374,3 +374,34 @@ func TestEstimateJSONWithNonFiniteValues(t *testing.T) {
 		t.Errorf("encoded %s", b)
 	}
 }
+
+// The part of an intercept a queued request does not repeat is read off
+// the sloped use cases, not assumed: a server whose API overhead sits
+// outside the prefill queue shows it, one that queues it does not.
+func TestFixedPart(t *testing.T) {
+	at := func(fixed, kappa float64, intercepts ...float64) []Slope {
+		var out []Slope
+		for _, i := range intercepts {
+			out = append(out, Slope{Intercept: i, Value: kappa * (i - fixed), SE: 0.01})
+		}
+		return out
+	}
+	tests := []struct {
+		name   string
+		sloped []Slope
+		want   float64
+	}{
+		{"overhead outside the queue (report 000's TTFT)", at(0.35, 0.9, 0.6, 1.4, 2.8), 0.35},
+		{"overhead queued with the prefill", at(0, 0.9, 0.6, 1.4, 2.8), 0},
+		{"one sloped use case says nothing of it", at(0.35, 0.9, 1.4), 0},
+		{"slopes that do not grow with the intercept", []Slope{{1, 0.3, 0.01}, {2, 0.3, 0.01}, {4, 0.3, 0.01}}, 0},
+		{"a line reaching zero past the least intercept", []Slope{{1, 0.4, 0.01}, {1.1, 0.05, 0.01}, {3, 2, 0.01}}, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := fixedPart(tc.sloped); math.Abs(got-tc.want) > 0.01 {
+				t.Errorf("fixed part %.3f, want %.3f", got, tc.want)
+			}
+		})
+	}
+}

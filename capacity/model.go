@@ -239,11 +239,15 @@ func (p *part) fitTo(x [][]float64, y []float64, r Ratio, pr Prior) {
 	}
 	own, ok := fitLinear(x, y, nonneg, slopePrior{}, scale0)
 	p.fit, p.ok = own, ok && len(y) >= MinSamples
-	if !ok || !(r.SE > 0) || !(r.Value > 0) || !(own.beta[0] > 0) {
+	if !ok || !(r.SE > 0) || !(r.Value > 0) {
 		return
 	}
-	m := r.Value * own.beta[0]
-	sd := math.Hypot(priorSpread*m, r.SE*own.beta[0])
+	work := own.beta[0] - r.Fixed
+	if !(work > 0) {
+		return
+	}
+	m := r.Value * work
+	sd := math.Hypot(priorSpread*m, r.SE*work)
 	p.fit, p.ok = fitLinear(x, y, nonneg, slopePrior{value: m, sd: sd}, scale0)
 	p.reach = math.Max(p.reach, pr.Reach)
 }
@@ -254,73 +258,107 @@ func (p part) slope() bool { return p.ok && p.fit.varies[1] }
 
 // Prior is what a target's other use cases say of one use case's laws
 // before its own bursts do: how steeply TTFT and ITL grow per request sent
-// together, relative to their value for one request alone. Physics shares
-// these ratios across prompt lengths: requests queued together wait for
-// one another's prefill, each about as long as its own, so TTFT's slope
-// scales with one request's TTFT; decode steps read every sequence's
-// weights and KV cache, so ITL's slope scales with one request's ITL.
-// Scale is the relative residual scale of the others' fits, Reach the most
-// requests together their data hold. The zero Prior knows nothing.
+// together, relative to what one request alone spends on work that grows
+// with its prompt. Requests queued together wait for one another's
+// prefill, each about as long as its own compute; a decode step reads
+// every sequence's KV cache, each as long as its own; a server may or may
+// not repeat for each the fixed part every request pays (an API server's
+// overhead outside the queue, a decode step's base). So the slope is
+// Value·(intercept − Fixed) at any prompt length, Fixed where the sloped
+// use cases' slopes against their intercepts reach zero (fixedPart).
+// Report 000's TTFT tables: the mean TTFT's growth per request together
+// over the TTFT alone less 0.35 s is 0.79 to 0.96 from 8K to 96K prompts;
+// over the whole TTFT alone, 0.33 to 0.88. A server that queues its
+// overhead with the prefill has Fixed 0. Scale is the relative residual
+// scale of the others' fits, Reach the most requests together their data
+// hold. The zero Prior knows nothing.
 type Prior struct {
 	TTFT, ITL Ratio
 	Scale     float64
 	Reach     float64
 }
 
-// Ratio is one relative slope and its standard error; SE 0: unknown.
-type Ratio struct{ Value, SE float64 }
+// Ratio is one relative slope, its standard error (SE 0: unknown) and the
+// fixed part of the intercept it is relative to.
+type Ratio struct{ Value, SE, Fixed float64 }
 
 // priorSpread is how far a slope taken from the target's other use cases may be
-// off for this one, as a share of it: the ratio of TTFT's slope to its
-// intercept differs between contexts by attention's share of the prefill
-// (reports 000-002: 1K to 96K prompts differ by up to about half), and a
-// scripted server's law need not share it at all, so the prior counts
-// for little beside a use case's own bursts.
+// off for this one, as a share of it: physics shares the ratio only
+// roughly across prompt lengths, and a scripted server's law need not
+// share it at all, so the prior counts for little beside a use case's own
+// bursts.
 const priorSpread = 0.5
 
-// Ratios is what one use case's own data say of its laws' relative slopes,
-// for its target's other use cases' priors (Pool): TTFT's and ITL's, where
-// its own data slope them, with the scale of its fits and its reach.
-func Ratios(points []Point) Prior {
+// Slopes is what one use case's own data say of its laws, for its
+// target's other use cases' priors (Pool): each law's intercept, and its
+// slope where its own data slope it, with the scale of its fits and its
+// reach.
+type Slopes struct {
+	TTFT, ITL    Slope
+	Scale, Reach float64
+}
+
+// Slope is one law's intercept and slope (SE 0: no slope known).
+type Slope struct{ Intercept, Value, SE float64 }
+
+// Ratios is what one use case's own data say of its laws (Slopes).
+func Ratios(points []Point) Slopes {
 	os := observations(points)
-	var out Prior
+	var out Slopes
 	for _, p := range []struct {
 		part part
-		to   *Ratio
+		to   *Slope
 	}{{ttftPart(os, Prior{}), &out.TTFT}, {itlPart(os, Prior{}), &out.ITL}} {
 		f := p.part.fit
-		if !p.part.ok || !f.used[1] || !(f.beta[0] > 0) || math.IsInf(f.cov[1][1], 0) {
+		if !p.part.ok || !(f.beta[0] > 0) {
 			continue
 		}
-		*p.to = Ratio{Value: f.beta[1] / f.beta[0], SE: math.Sqrt(f.cov[1][1]) / f.beta[0]}
+		p.to.Intercept = f.beta[0]
+		if !f.used[1] || math.IsInf(f.cov[1][1], 0) {
+			continue
+		}
+		p.to.Value, p.to.SE = f.beta[1], math.Sqrt(f.cov[1][1])
 		out.Scale = math.Max(out.Scale, f.scale)
 		out.Reach = math.Max(out.Reach, p.part.reach)
 	}
 	return out
 }
 
-// Pool is the prior for one use case from the others' Ratios: each ratio
-// their weighted mean, each weighing as the inverse of its variance plus
-// priorSpread's (the ratios differ between prompt lengths by more than
-// their standard errors: a random-effects mean, so that no one use case's
-// tight fit speaks for all); the scale their median, the reach their most.
-func Pool(others []Prior) Prior {
+// Pool is the prior for one use case from the others' Slopes: per law,
+// the fixed part of the intercept (fixedPart), and each sloped other's
+// slope over its intercept less it, their weighted mean, each weighing as
+// the inverse of its variance plus priorSpread's (the ratios differ between
+// prompt lengths by more than their standard errors: a random-effects mean,
+// so that no one use case's tight fit speaks for all); the scale their
+// median, the reach their most.
+func Pool(others []Slopes) Prior {
 	var out Prior
-	pool := func(get func(Prior) Ratio) Ratio {
+	pool := func(get func(Slopes) Slope) Ratio {
+		var sloped []Slope
+		for _, o := range others {
+			if s := get(o); s.SE > 0 && s.Value > 0 && s.Intercept > 0 {
+				sloped = append(sloped, s)
+			}
+		}
+		fixed := fixedPart(sloped)
 		sw, sv := 0.0, 0.0
 		for _, o := range others {
-			if r := get(o); r.SE > 0 && r.Value > 0 {
-				w := 1 / (r.SE*r.SE + priorSpread*priorSpread*r.Value*r.Value)
-				sw, sv = sw+w, sv+w*r.Value
+			s := get(o)
+			work := s.Intercept - fixed
+			if !(s.SE > 0) || !(s.Value > 0) || !(work > 0) {
+				continue
 			}
+			v, se := s.Value/work, s.SE/work
+			w := 1 / (se*se + priorSpread*priorSpread*v*v)
+			sw, sv = sw+w, sv+w*v
 		}
 		if sw == 0 {
 			return Ratio{}
 		}
-		return Ratio{Value: sv / sw, SE: 1 / math.Sqrt(sw)}
+		return Ratio{Value: sv / sw, SE: 1 / math.Sqrt(sw), Fixed: fixed}
 	}
-	out.TTFT = pool(func(p Prior) Ratio { return p.TTFT })
-	out.ITL = pool(func(p Prior) Ratio { return p.ITL })
+	out.TTFT = pool(func(s Slopes) Slope { return s.TTFT })
+	out.ITL = pool(func(s Slopes) Slope { return s.ITL })
 	var scales []float64
 	for _, o := range others {
 		if o.Scale > 0 && !math.IsInf(o.Scale, 0) {
@@ -334,6 +372,38 @@ func Pool(others []Prior) Prior {
 		out.Scale = Statistic(scales, "p50")
 	}
 	return out
+}
+
+// fixedPart is the part of a law's intercept that a request queued or
+// batched beside another does not repeat: where the sloped use cases'
+// slopes fall on a line in their intercepts, slope = κ·(intercept − fixed),
+// the intercept at which that line reaches zero. 0 where fewer than two
+// intercepts differ, where the line says the slope does not grow with the
+// intercept, or where it would reach zero at or past the smallest of them
+// (the data then say nothing of a fixed part).
+func fixedPart(sloped []Slope) float64 {
+	if len(sloped) < 2 {
+		return 0
+	}
+	least := math.Inf(1)
+	for _, s := range sloped {
+		least = math.Min(least, s.Intercept)
+	}
+	x := make([][]float64, len(sloped))
+	y := make([]float64, len(sloped))
+	for i, s := range sloped {
+		// In units of the least intercept: the column's spread is in them.
+		x[i], y[i] = []float64{1, s.Intercept / least}, s.Value
+	}
+	f, ok := fitLinear(x, y, []bool{false, true}, slopePrior{}, 0)
+	if !ok || !f.used[1] || !(f.beta[1] > 0) || !(f.beta[0] < 0) {
+		return 0
+	}
+	fixed := -f.beta[0] / f.beta[1] * least
+	if fixed >= least {
+		return 0
+	}
+	return fixed
 }
 
 func sloShort(name string) string {

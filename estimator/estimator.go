@@ -177,7 +177,7 @@ func (e *Estimator) Estimates(status []collector.TargetStatus, now time.Time) []
 func (e *Estimator) estimates(cfg *config.Config, seeds Seeds, target string, us []config.UseCase, load engine.Load, now time.Time) []capacity.Estimate {
 	cus := make([]capacity.UseCase, len(us))
 	points := make([][]capacity.Point, len(us))
-	ratios := make([]capacity.Prior, len(us))
+	ratios := make([]capacity.Slopes, len(us))
 	e.mu.Lock()
 	if load.KVTokens > 0 {
 		e.kv[target] = load.KVTokens

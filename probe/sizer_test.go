@@ -66,7 +66,7 @@ func TestPromptSizing(t *testing.T) {
 	}
 }
 
-func TestParseTokenCount(t *testing.T) {
+func TestTokenCount(t *testing.T) {
 	tests := []struct {
 		body string
 		want int
@@ -76,13 +76,92 @@ func TestParseTokenCount(t *testing.T) {
 		{`{"tokens": [1,2,3], "count": 3}`, 3, false},                                                 // SGLang
 		{`{"tokens": [1,2]}`, 2, false},                                                               // llama.cpp
 		{`[{"id":1,"text":"a","start":0,"stop":1},{"id":2,"text":"b","start":1,"stop":2}]`, 2, false}, // TGI
+		{`[{"id":1,"text":"],[\"}{,","special":false}]` + "\n", 1, false},                             // brackets and quotes in a token's text
+		{` {"tokens": [], "count": null} `, 0, false},
+		{`{"tokens": [[1,2],[3]], "x": {"y": [1, "]"]}}`, 2, false},
 		{`{"detail": "Not Found"}`, 0, true},
+		{`{"tokens": null}`, 0, true},
+		{`{"count": 2.5}`, 0, true},
+		{`{"count": -1}`, 0, true},
+		{`{"tokens": [1,2,3`, 0, true}, // cut short
+		{`{"tokens": [1,2]} [3]`, 0, true},
 		{`<html>`, 0, true},
+		{``, 0, true},
+		{strings.Repeat("[", 100) + strings.Repeat("]", 100), 0, true},
 	}
 	for _, tc := range tests {
-		got, err := parseTokenCount([]byte(tc.body))
+		got, err := tokenCount(strings.NewReader(tc.body))
 		if (err != nil) != tc.err || got != tc.want {
-			t.Errorf("parseTokenCount(%s) = %d, %v; want %d, error %v", tc.body, got, err, tc.want, tc.err)
+			t.Errorf("tokenCount(%s) = %d, %v; want %d, error %v", tc.body, got, err, tc.want, tc.err)
+		}
+	}
+}
+
+// decodedCount is what decoding the whole answer says: the oracle
+// tokenCount must agree with wherever it decodes.
+func decodedCount(raw []byte) (int, bool) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) > 0 && raw[0] == '[' {
+		var arr []json.RawMessage
+		if json.Unmarshal(raw, &arr) != nil {
+			return 0, false
+		}
+		return len(arr), true
+	}
+	var obj struct {
+		Count  *int              `json:"count"`
+		Tokens []json.RawMessage `json:"tokens"`
+	}
+	if json.Unmarshal(raw, &obj) != nil {
+		return 0, false
+	}
+	switch {
+	case obj.Count != nil && *obj.Count >= 0:
+		return *obj.Count, true
+	case obj.Count == nil && obj.Tokens != nil:
+		return len(obj.Tokens), true
+	}
+	return 0, false
+}
+
+// FuzzTokenCount: wherever a whole decode of a valid answer gives a count,
+// scanning gives the same, and any input ends in a count or an error. An
+// answer with escapes (\u0063ount for count) is left out of the
+// comparison: tokenCount reads an escaped key as none it looks for, and no
+// tokenizer escapes its keys.
+func FuzzTokenCount(f *testing.F) {
+	for _, s := range []string{`{"count": 5, "tokens": [1,2,3,4,5]}`, `{"tokens": [1,2]}`, `[{"id":1,"text":"a"}]`, `{"tokens": ["\"]", {"a": [1]}]}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		got, err := tokenCount(bytes.NewReader(raw))
+		want, ok := decodedCount(raw)
+		if ok && json.Valid(raw) && !bytes.Contains(raw, []byte(`\`)) && (err != nil || got != want) {
+			t.Errorf("tokenCount(%q) = %d, %v; decoding says %d", raw, got, err, want)
+		}
+		if err == nil && got < 0 {
+			t.Errorf("tokenCount(%q) = %d", raw, got)
+		}
+	})
+}
+
+// BenchmarkTokenCount reads the answer to a 96K-token prompt
+// (go test ./probe -run '^$' -bench TokenCount -benchmem).
+func BenchmarkTokenCount(b *testing.B) {
+	var page bytes.Buffer
+	page.WriteString(`{"count": 98304, "max_model_len": 131072, "tokens": [`)
+	for i := range 98304 {
+		if i > 0 {
+			page.WriteByte(',')
+		}
+		fmt.Fprint(&page, 1000+i%30000)
+	}
+	page.WriteString("]}")
+	b.SetBytes(int64(page.Len()))
+	b.ReportAllocs()
+	for b.Loop() {
+		if n, err := tokenCount(bytes.NewReader(page.Bytes())); err != nil || n != 98304 {
+			b.Fatal(n, err)
 		}
 	}
 }

@@ -40,6 +40,10 @@ var shapes = []tokenizeShape{
 	{"tgi", "/tokenize", func(_, _, text string) any { return map[string]any{"inputs": text} }, false},
 }
 
+// maxTokenizeAnswer bounds what a tokenize answer may take to read: a
+// million token ids with their text (TGI's) stays under it.
+const maxTokenizeAnswer = 64 << 20
+
 type httpCounter struct {
 	ep    Endpoint
 	api   string
@@ -131,44 +135,17 @@ func (c *httpCounter) Count(ctx context.Context, text string) (int, error) {
 		return 0, fmt.Errorf("tokenize %s: %w", url, err)
 	}
 	defer resp.Body.Close()
-	raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return 0, fmt.Errorf("tokenize %s: %w", url, err)
-	}
 	if resp.StatusCode != http.StatusOK {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
 		return 0, fmt.Errorf("tokenize %s: HTTP %d", url, resp.StatusCode)
 	}
-	n, err := parseTokenCount(raw)
+	n, err := tokenCount(io.LimitReader(resp.Body, maxTokenizeAnswer))
 	if err != nil {
 		return 0, fmt.Errorf("tokenize %s: %w", url, err)
 	}
+	// The rest, if any, is read so that the connection is kept.
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxErrorBody))
 	return n, nil
-}
-
-// parseTokenCount reads {"count": N}, {"tokens": [...]} or TGI's bare array.
-func parseTokenCount(raw []byte) (int, error) {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) > 0 && raw[0] == '[' {
-		var arr []json.RawMessage
-		if err := json.Unmarshal(raw, &arr); err != nil {
-			return 0, err
-		}
-		return len(arr), nil
-	}
-	var obj struct {
-		Count  *int              `json:"count"`
-		Tokens []json.RawMessage `json:"tokens"`
-	}
-	if err := json.Unmarshal(raw, &obj); err != nil {
-		return 0, err
-	}
-	switch {
-	case obj.Count != nil:
-		return *obj.Count, nil
-	case obj.Tokens != nil:
-		return len(obj.Tokens), nil
-	}
-	return 0, errors.New("no count or tokens in the answer")
 }
 
 // DetectCounter finds the server's tokenize endpoint. engine narrows the search

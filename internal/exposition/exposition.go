@@ -13,6 +13,7 @@ import (
 	"io"
 	"sort"
 	"strings"
+	"sync"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -52,11 +53,20 @@ func Families(r io.Reader, limit int64, keep func(name string) bool) (mfs map[st
 	return mfs, nil
 }
 
+// readers are filter's line readers: an engine is scraped every few
+// seconds per target, and a fleet's scrapes each made a 64 KiB buffer.
+var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 64<<10) }}
+
 // filter copies the lines of kept families: samples by their metric name
 // (a histogram's _bucket, _sum and _count lines by the family's), and # HELP
 // and # TYPE lines by the name they describe. Other comments are dropped.
 func filter(r io.Reader, keep func(string) bool) ([]byte, error) {
-	br := bufio.NewReaderSize(r, 64<<10)
+	br := readers.Get().(*bufio.Reader)
+	br.Reset(r)
+	defer func() {
+		br.Reset(nil) // holds no page, nor its connection, while pooled
+		readers.Put(br)
+	}()
 	var out bytes.Buffer
 	for n := 1; ; n++ {
 		line, err := br.ReadSlice('\n')

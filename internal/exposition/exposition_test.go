@@ -2,6 +2,7 @@ package exposition
 
 import (
 	"bytes"
+	"os"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -95,6 +96,23 @@ func BenchmarkFamiliesLargePage(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := Families(bytes.NewReader(page.Bytes()), 32<<20, keepVLLM); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkFamiliesEnginePage reads a simulator's engine page, as each
+// scrape of a target does: what it allocates is paid per target every
+// engine_scrape_interval (go test -bench EnginePage -benchmem ./internal/exposition).
+func BenchmarkFamiliesEnginePage(b *testing.B) {
+	page, err := os.ReadFile("../../engine/testdata/sim.prom")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(page)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Families(bytes.NewReader(page), 32<<20, keepVLLM); err != nil {
 			b.Fatal(err)
 		}
 	}

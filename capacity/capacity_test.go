@@ -348,6 +348,43 @@ func TestStoreIsBounded(t *testing.T) {
 	}
 }
 
+// A store bounded in time keeps the points of the last Keep before its
+// newest: a day of a point every 30 s under a 6-hour window holds 6 hours'
+// worth, at any uptime, and gives back what a shorter window drops.
+func TestStoreIsBoundedInTime(t *testing.T) {
+	s := NewStore()
+	s.Keep(6 * time.Hour)
+	last := t0
+	held := map[int]int{}
+	for i := range 2 * 24 * 3600 / 30 {
+		last = t0.Add(time.Duration(i) * 30 * time.Second)
+		s.Add("a", "s", Point{Time: last, Load: 1})
+		if h := last.Sub(t0); h%(6*time.Hour) == 0 {
+			held[int(h.Hours())] = len(s.Window("a", "s", t0))
+		}
+	}
+	for h, n := range held {
+		if want := min(h*120, 6*120) + 1; n != want {
+			t.Errorf("at hour %d: %d points held, want %d", h, n, want)
+		}
+	}
+	w := s.Window("a", "s", t0)
+	if len(w) != 6*120+1 || w[0].Time.Before(last.Add(-6*time.Hour)) {
+		t.Errorf("%d points from %v, want 721 from %v", len(w), w[0].Time, last.Add(-6*time.Hour))
+	}
+	s.Keep(time.Hour)
+	s.Add("a", "s", Point{Time: last.Add(30 * time.Second), Load: 1})
+	r := s.series[[2]string{"a", "s"}]
+	if len(r.points) != 121 || cap(r.points) >= 721 { // the 6-hour window held 721
+		t.Errorf("an hour's window holds %d points in room for %d", len(r.points), cap(r.points))
+	}
+	s.Add("b", "gone", Point{Time: last})
+	s.ForgetIf(func(_, scenario string) bool { return scenario == "gone" })
+	if s.Window("b", "gone", t0) != nil || s.Window("a", "s", t0) == nil {
+		t.Error("ForgetIf dropped the wrong series")
+	}
+}
+
 // BenchmarkEvaluate is one evaluation of 100 targets x 5 use cases, each with
 // a window of 120 probes and 4 bursts.
 func BenchmarkEvaluate(b *testing.B) {

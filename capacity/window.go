@@ -5,6 +5,7 @@
 package capacity
 
 import (
+	"slices"
 	"sync"
 	"time"
 )
@@ -45,30 +46,41 @@ type Point struct {
 	Aftermath bool `json:"aftermath,omitempty"`
 }
 
-// MaxPoints bounds each series whatever the uptime: at the shortest interval
-// the scheduler allows, a day of probes.
+// MaxPoints bounds each series whatever the uptime and the time it keeps:
+// at the shortest interval the scheduler allows, a day of probes.
 const MaxPoints = 4096
 
-// ring is a bounded, time-ordered series.
-type ring struct {
-	buf   []Point
-	start int
-}
+// series is a time-ordered series of points.
+type series struct{ points []Point }
 
-func (r *ring) add(p Point) {
-	if len(r.buf) < MaxPoints {
-		r.buf = append(r.buf, p)
-		return
+// add appends p, first dropping what is older than keep before it (0:
+// nothing) and, at MaxPoints, the oldest.
+func (r *series) add(p Point, keep time.Duration) {
+	drop := 0
+	if keep > 0 {
+		cut := p.Time.Add(-keep)
+		for drop < len(r.points) && r.points[drop].Time.Before(cut) {
+			drop++
+		}
 	}
-	r.buf[r.start] = p
-	r.start = (r.start + 1) % MaxPoints
+	if len(r.points)-drop >= MaxPoints {
+		drop = len(r.points) - MaxPoints + 1
+	}
+	if drop > 0 {
+		r.points = append(r.points[:0], r.points[drop:]...)
+		// A series that shrank for good (a shorter window after a reload)
+		// gives its memory back.
+		if cap(r.points) > 64 && len(r.points) < cap(r.points)/4 {
+			r.points = slices.Clip(slices.Clone(r.points))
+		}
+	}
+	r.points = append(r.points, p)
 }
 
 // since returns the points at or after t, oldest first.
-func (r *ring) since(t time.Time) []Point {
-	out := make([]Point, 0, len(r.buf))
-	for i := range r.buf {
-		p := r.buf[(r.start+i)%len(r.buf)]
+func (r *series) since(t time.Time) []Point {
+	out := make([]Point, 0, len(r.points))
+	for _, p := range r.points {
 		if !p.Time.Before(t) {
 			out = append(out, p)
 		}
@@ -77,14 +89,27 @@ func (r *ring) since(t time.Time) []Point {
 }
 
 // Store keeps a window of points per target and scenario. It is safe for
-// concurrent use: the monitor adds while scrapes evaluate.
+// concurrent use: the monitor adds while scrapes evaluate. A series keeps
+// the points of the last Keep before its newest, so that it holds what the
+// curves read and no more whatever the daemon's uptime (an engine series
+// gained a point every 30 s for 34 hours against a 6-hour curve window).
 type Store struct {
 	mu     sync.Mutex
-	series map[[2]string]*ring
+	keep   time.Duration
+	series map[[2]string]*series
 }
 
-// NewStore returns an empty store.
-func NewStore() *Store { return &Store{series: map[[2]string]*ring{}} }
+// NewStore returns an empty store that keeps every point, up to MaxPoints
+// a series, until Keep says otherwise.
+func NewStore() *Store { return &Store{series: map[[2]string]*series{}} }
+
+// Keep sets how long before its newest point a series keeps points: the
+// longest curve window that reads it.
+func (s *Store) Keep(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.keep = d
+}
 
 // Add records a point.
 func (s *Store) Add(target, scenario string, p Point) {
@@ -93,10 +118,10 @@ func (s *Store) Add(target, scenario string, p Point) {
 	k := [2]string{target, scenario}
 	r, ok := s.series[k]
 	if !ok {
-		r = &ring{}
+		r = &series{}
 		s.series[k] = r
 	}
-	r.add(p)
+	r.add(p, s.keep)
 }
 
 // Window returns the points of a series at or after t.
@@ -112,10 +137,15 @@ func (s *Store) Window(target, scenario string, t time.Time) []Point {
 
 // Forget drops every series of a target.
 func (s *Store) Forget(target string) {
+	s.ForgetIf(func(t, _ string) bool { return t == target })
+}
+
+// ForgetIf drops every series whose target and scenario gone says are gone.
+func (s *Store) ForgetIf(gone func(target, scenario string) bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for k := range s.series {
-		if k[0] == target {
+		if gone(k[0], k[1]) {
 			delete(s.series, k)
 		}
 	}

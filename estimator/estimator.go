@@ -33,19 +33,44 @@ type Estimator struct {
 
 // New returns an estimator for cfg and its bench seeds.
 func New(cfg *config.Config, seeds Seeds) *Estimator {
-	return &Estimator{store: capacity.NewStore(), memo: capacity.NewMemo(), cfg: cfg, seeds: seeds, kv: map[string]float64{}}
+	e := &Estimator{store: capacity.NewStore(), memo: capacity.NewMemo(), cfg: cfg, seeds: seeds, kv: map[string]float64{}}
+	e.store.Keep(longestCurve(cfg))
+	return e
+}
+
+// longestCurve is the longest curve window of cfg's use cases: older
+// points feed no curve, and the store drops them.
+func longestCurve(cfg *config.Config) time.Duration {
+	var d time.Duration
+	for _, u := range cfg.UseCases {
+		d = max(d, u.CurveWindow)
+	}
+	return d
 }
 
 // Configure applies a reloaded configuration; the points of targets it no
-// longer names are forgotten.
+// longer names, and of scenarios a target is no longer probed with, are
+// forgotten.
 func (e *Estimator) Configure(cfg *config.Config, seeds Seeds) {
 	e.mu.Lock()
 	old := e.cfg
 	e.cfg, e.seeds = cfg, seeds
-	e.mu.Unlock()
 	for _, t := range old.Targets {
 		if !slices.ContainsFunc(cfg.Targets, func(n config.Target) bool { return n.Name == t.Name }) {
-			e.store.Forget(t.Name)
+			delete(e.kv, t.Name)
+		}
+	}
+	e.mu.Unlock()
+	e.store.Keep(longestCurve(cfg))
+	probed := map[[2]string]bool{}
+	for _, t := range cfg.Targets {
+		for _, s := range cfg.ScenariosOf(t) {
+			probed[[2]string{t.Name, s.Name}] = true
+		}
+	}
+	e.store.ForgetIf(func(target, scenario string) bool { return !probed[[2]string{target, scenario}] })
+	for _, t := range old.Targets {
+		if !slices.ContainsFunc(cfg.Targets, func(n config.Target) bool { return n.Name == t.Name }) {
 			e.memo.Forget(t.Name)
 		}
 	}

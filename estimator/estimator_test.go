@@ -42,10 +42,27 @@ func TestEstimatesFollowStatusAndConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	e.Estimates([]collector.TargetStatus{{Name: "b", Up: true, Load: engine.Load{Running: 1, KVTokens: 1000}}}, now)
+	if e.kv["b"] != 1000 {
+		t.Fatalf("b's KV cache size %v, want 1000", e.kv["b"])
+	}
 	e.Configure(only, nil)
+	if _, ok := e.kv["b"]; ok {
+		t.Error("b's KV cache size is kept after it left")
+	}
 	e.Configure(cfg, nil) // b back: its old points are gone
 	if got := e.Estimates(status, now); got[1].Samples != 0 || got[0].Samples != 1 {
 		t.Errorf("after b left and came back: %d and %d samples, want 1 and 0", got[0].Samples, got[1].Samples)
+	}
+	// a's scenario leaves a (another is probed instead), its points with it.
+	other, err := config.Parse([]byte("targets:\n  - {name: a, url: 'http://h', scenarios: [t]}\n" +
+		"scenarios: [{name: s, input_tokens: 1024, output_tokens: 16}, {name: t, input_tokens: 64, output_tokens: 16}]\nuse_cases: [{name: u, scenario: s, ttft_max: 1s}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Configure(other, nil)
+	if n := len(e.store.Window("a", "s", now.Add(-time.Hour))); n != 0 {
+		t.Errorf("%d points of a scenario a is no longer probed with", n)
 	}
 }
 

@@ -288,6 +288,12 @@ func TestReproducesReport000(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a whole sweep: about four minutes")
 	}
+	if raceEnabled {
+		// Under -race the client's milliseconds count as the wall-clock
+		// simulator's: short chatbot read 55.5 and 55.6 against the
+		// report's 48 in two clean-clone runs, 51.6 without -race.
+		t.Skip("wall-clock sweep: run without -race (.ci/run does)")
+	}
 	reports, err := sim.Reports()
 	if err != nil {
 		t.Fatal(err)

@@ -87,12 +87,6 @@ func (s *linearServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 const closedTruth = (4*6.5 - 1) / 3.0
 
 func TestCapacityOverHTTP(t *testing.T) {
-	if raceEnabled {
-		// A wall-clock law: under -race the milliseconds each request
-		// gains make its slope (u2 read 10.3 against 8.33 twice); .ci/run
-		// runs it without -race.
-		t.Skip("wall-clock timings: run without -race (.ci/run does)")
-	}
 	ls := &linearServer{slow: 2}
 	srv := httptest.NewServer(ls)
 	defer srv.Close()

@@ -342,10 +342,9 @@ func Pool(others []Slopes) Prior {
 		}
 		fixed := fixedPart(sloped)
 		sw, sv := 0.0, 0.0
-		for _, o := range others {
-			s := get(o)
+		for _, s := range sloped {
 			work := s.Intercept - fixed
-			if !(s.SE > 0) || !(s.Value > 0) || !(work > 0) {
+			if !(work > 0) {
 				continue
 			}
 			v, se := s.Value/work, s.SE/work

@@ -124,13 +124,12 @@ func besides(done []twinReq, running, waiting float64) map[[2]int]beside {
 	pending := prefillSpans(done)
 	out := make(map[[2]int]beside, len(done))
 	for _, r := range done {
-		b := 1 + running
+		s := beside{batch: 1 + running, prefilling: 1}
 		if span := r.end - r.first; span > 0 {
-			b += math.Max(0, at(r.end)-at(r.first)-span) / span
-		}
-		s := beside{batch: b, prefilling: 1}
-		if span := r.end - r.first; waiting == 0 && span > 0 {
-			s.prefilling = (pending.upTo(r.end) - pending.upTo(r.first)) / span
+			s.batch += math.Max(0, at(r.end)-at(r.first)-span) / span
+			if waiting == 0 {
+				s.prefilling = (pending.upTo(r.end) - pending.upTo(r.first)) / span
+			}
 		}
 		out[[2]int{r.slot, r.round}] = s
 	}

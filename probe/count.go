@@ -262,6 +262,15 @@ func (s *scanner) integer() (int, error) {
 // bytes are no key tokenCount looks for and are kept cut.
 func (s *scanner) readKey() error {
 	s.key = s.key[:0]
+	return s.readString(true)
+}
+
+// skipString passes over a string, its '"' read.
+func (s *scanner) skipString() error { return s.readString(false) }
+
+// readString reads a string to its closing '"', its first read, keeping it
+// in s.key when keep.
+func (s *scanner) readString(keep bool) error {
 	for {
 		c, err := s.r.ReadByte()
 		if err != nil {
@@ -276,26 +285,8 @@ func (s *scanner) readKey() error {
 			}
 			c = 0 // an escaped key is none tokenCount looks for
 		}
-		if len(s.key) < 64 {
+		if keep && len(s.key) < 64 {
 			s.key = append(s.key, c)
-		}
-	}
-}
-
-// skipString passes over a string, its '"' read.
-func (s *scanner) skipString() error {
-	for {
-		c, err := s.r.ReadByte()
-		if err != nil {
-			return syntax(err)
-		}
-		switch c {
-		case '"':
-			return nil
-		case '\\':
-			if _, err := s.r.ReadByte(); err != nil {
-				return syntax(err)
-			}
 		}
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"slices"
 
 	"github.com/prometheus/client_golang/prometheus"
+	promconfig "github.com/prometheus/common/config"
 	"github.com/prometheus/prometheus/discovery"
 	"github.com/prometheus/prometheus/discovery/targetgroup"
 
@@ -41,12 +42,20 @@ type Fleet struct {
 	// logged holds the problems already logged, so that each is logged
 	// once, when it appears, not at every update.
 	logged map[string]bool
+	dial   promconfig.DialContextFunc // http_sd's connections; nil: the network's
 }
+
+// Option changes how a Fleet reaches its discovery endpoints.
+type Option func(*Fleet)
+
+// WithDial replaces the network under http_sd: the daemon's virtual-time
+// tests serve target lists in memory through it.
+func WithDial(dial promconfig.DialContextFunc) Option { return func(f *Fleet) { f.dial = dial } }
 
 // New registers discovery's metrics (Prometheus's own prometheus_sd_*
 // names, so that operators' alerts on discovery failures apply) and
 // headroom_targets on reg.
-func New(logger *slog.Logger, reg prometheus.Registerer, shard Shard) (*Fleet, error) {
+func New(logger *slog.Logger, reg prometheus.Registerer, shard Shard, opts ...Option) (*Fleet, error) {
 	m, err := discovery.CreateAndRegisterSDMetrics(reg)
 	if err != nil {
 		return nil, fmt.Errorf("register discovery metrics: %w", err)
@@ -55,6 +64,9 @@ func New(logger *slog.Logger, reg prometheus.Registerer, shard Shard) (*Fleet, e
 		targets: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "headroom_targets",
 			Help: "Targets known to this replica, by where they come from (static or discovery[i]) and state: probed, other_shard, dropped, invalid, duplicate."},
 			[]string{"source", "state"})}
+	for _, o := range opts {
+		o(f)
+	}
 	if err := reg.Register(f.targets); err != nil {
 		return nil, fmt.Errorf("register headroom_targets: %w", err)
 	}
@@ -77,7 +89,7 @@ func (f *Fleet) Start(ctx context.Context) (run func(), err error) {
 func (f *Fleet) Discover(cfg *config.Config) error {
 	sets := map[string]discovery.Configs{}
 	for i, d := range cfg.Discovery {
-		sets[source(i)] = bounded(d.Configs())
+		sets[source(i)] = bounded(d.Configs(), f.dial)
 	}
 	// Entries that a reload removed get none, so their providers stop.
 	for _, name := range f.sets {

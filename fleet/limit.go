@@ -21,13 +21,14 @@ const maxSDBody = 16 << 20
 var errSDBody = fmt.Errorf("http_sd answer over the limit of %d MiB", maxSDBody>>20)
 
 // bounded wraps each http_sd mechanism so that its client reads at most
-// maxSDBody bytes a refresh; the other mechanisms are left as they are
-// (a Kubernetes watch streams for ever, by design).
-func bounded(cs discovery.Configs) discovery.Configs {
+// maxSDBody bytes a refresh, dialing with dial (nil: the network's); the
+// other mechanisms are left as they are (a Kubernetes watch streams for
+// ever, by design).
+func bounded(cs discovery.Configs, dial promconfig.DialContextFunc) discovery.Configs {
 	out := slices.Clone(cs)
 	for i, c := range out {
 		if h, ok := c.(*http.SDConfig); ok {
-			out[i] = boundedHTTPSD{h}
+			out[i] = boundedHTTPSD{h, dial}
 		}
 	}
 	return out
@@ -37,20 +38,25 @@ func bounded(cs discovery.Configs) discovery.Configs {
 // reads. Prometheus's client takes no round tripper of ours, only a dialer:
 // the dialer's connections stop reading at the limit, and keep-alives are
 // off so that each refresh, on its own connection, gets the whole limit.
-type boundedHTTPSD struct{ *http.SDConfig }
-
-func (c boundedHTTPSD) NewDiscoverer(opts discovery.DiscovererOptions) (discovery.Discoverer, error) {
-	opts.HTTPClientOptions = append(slices.Clone(opts.HTTPClientOptions),
-		promconfig.WithDialContextFunc(boundedDial), promconfig.WithKeepAlivesDisabled())
-	return c.SDConfig.NewDiscoverer(opts)
+type boundedHTTPSD struct {
+	*http.SDConfig
+	dial promconfig.DialContextFunc
 }
 
-func boundedDial(ctx context.Context, network, addr string) (net.Conn, error) {
-	conn, err := (&net.Dialer{}).DialContext(ctx, network, addr)
-	if err != nil {
-		return nil, err
+func (c boundedHTTPSD) NewDiscoverer(opts discovery.DiscovererOptions) (discovery.Discoverer, error) {
+	dial := c.dial
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
 	}
-	return &boundedConn{Conn: conn, left: maxSDBody}, nil
+	opts.HTTPClientOptions = append(slices.Clone(opts.HTTPClientOptions),
+		promconfig.WithDialContextFunc(func(ctx context.Context, network, addr string) (net.Conn, error) {
+			conn, err := dial(ctx, network, addr)
+			if err != nil {
+				return nil, err
+			}
+			return &boundedConn{Conn: conn, left: maxSDBody}, nil
+		}), promconfig.WithKeepAlivesDisabled())
+	return c.SDConfig.NewDiscoverer(opts)
 }
 
 // boundedConn fails its reads past its limit.

@@ -6,8 +6,13 @@
 package contract
 
 import (
+	"errors"
+	"fmt"
 	"regexp"
 	"slices"
+	"strings"
+
+	dto "github.com/prometheus/client_model/go"
 )
 
 // Metric is one exported metric family.
@@ -87,4 +92,36 @@ func Lookup(series string) (Metric, bool) {
 func Has(series string) bool {
 	_, ok := Lookup(series)
 	return ok
+}
+
+// Check holds metric families as a page carries them to the contract:
+// each headroom_ family is in it, with its type and labels. The error
+// joins every violation.
+func Check(families map[string]*dto.MetricFamily) error {
+	var errs []error
+	for name, mf := range families {
+		if !strings.HasPrefix(name, "headroom_") {
+			continue
+		}
+		c, ok := Lookup(name)
+		if !ok {
+			errs = append(errs, fmt.Errorf("%s is not in the metric contract", name))
+			continue
+		}
+		if typ := strings.ToLower(mf.GetType().String()); typ != c.Type {
+			errs = append(errs, fmt.Errorf("%s is a %s, the contract says %s", name, typ, c.Type))
+		}
+		for _, m := range mf.GetMetric() {
+			var labels []string
+			for _, lp := range m.GetLabel() {
+				labels = append(labels, lp.GetName())
+			}
+			slices.Sort(labels)
+			if !slices.Equal(labels, c.Labels) {
+				errs = append(errs, fmt.Errorf("%s has labels %v, the contract %v", name, labels, c.Labels))
+				break
+			}
+		}
+	}
+	return errors.Join(errs...)
 }

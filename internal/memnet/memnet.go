@@ -2,24 +2,30 @@
 // net.Pipe pairs. Tests serve an http.Handler on it and hand its Dial to a
 // client, so that a whole HTTP exchange runs inside a testing/synctest
 // bubble, where time is virtual and a blocked pipe lets the clock move on.
+// A Network holds many listeners, each at its own address, and routes a
+// dial by address: a daemon with many targets reaches each of them.
 package memnet
 
 import (
 	"context"
 	"net"
 	"sync"
+	"syscall"
 )
 
 // Listener accepts the connections its Dial makes.
 type Listener struct {
+	addr   addr
 	conns  chan net.Conn
 	closed chan struct{}
 	once   sync.Once
 }
 
 // Listen returns a listener with nothing connected yet.
-func Listen() *Listener {
-	return &Listener{conns: make(chan net.Conn), closed: make(chan struct{})}
+func Listen() *Listener { return listen("memnet") }
+
+func listen(a string) *Listener {
+	return &Listener{addr: addr(a), conns: make(chan net.Conn), closed: make(chan struct{})}
 }
 
 // Accept implements net.Listener.
@@ -38,8 +44,8 @@ func (l *Listener) Close() error {
 	return nil
 }
 
-// Addr implements net.Listener.
-func (l *Listener) Addr() net.Addr { return addr{} }
+// Addr implements net.Listener: the address it was made at.
+func (l *Listener) Addr() net.Addr { return l.addr }
 
 // Dial connects to the listener whatever the address: it has the signature
 // of net.Dialer.DialContext.
@@ -50,7 +56,7 @@ func (l *Listener) Dial(ctx context.Context, _, _ string) (net.Conn, error) {
 	case l.conns <- server:
 		return client, nil
 	case <-l.closed:
-		err = net.ErrClosed
+		err = refused(l.addr.String())
 	case <-ctx.Done():
 		err = ctx.Err()
 	}
@@ -59,7 +65,44 @@ func (l *Listener) Dial(ctx context.Context, _, _ string) (net.Conn, error) {
 	return nil, err
 }
 
-type addr struct{}
+// Network routes dials by address to the listeners made on it.
+type Network struct {
+	mu sync.Mutex
+	ls map[string]*Listener
+}
 
-func (addr) Network() string { return "memnet" }
-func (addr) String() string  { return "memnet" }
+// Listen returns a listener at address (host:port), replacing any earlier
+// one there.
+func (n *Network) Listen(address string) *Listener {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.ls == nil {
+		n.ls = map[string]*Listener{}
+	}
+	l := listen(address)
+	n.ls[address] = l
+	return l
+}
+
+// Dial connects to the listener at address, as net.Dialer.DialContext:
+// where there is none, or it is closed, the connection is refused.
+func (n *Network) Dial(ctx context.Context, network, address string) (net.Conn, error) {
+	n.mu.Lock()
+	l := n.ls[address]
+	n.mu.Unlock()
+	if l == nil {
+		return nil, refused(address)
+	}
+	return l.Dial(ctx, network, address)
+}
+
+// refused is the error a dial to a port with no listener gets on a real
+// network, so that callers classify it as they would there.
+func refused(address string) error {
+	return &net.OpError{Op: "dial", Net: "tcp", Addr: addr(address), Err: syscall.ECONNREFUSED}
+}
+
+type addr string
+
+func (addr) Network() string  { return "memnet" }
+func (a addr) String() string { return string(a) }

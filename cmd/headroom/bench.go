@@ -24,6 +24,7 @@ import (
 	"github.com/headroom-dev/headroom/bench"
 	"github.com/headroom-dev/headroom/config"
 	"github.com/headroom-dev/headroom/engine"
+	"github.com/headroom-dev/headroom/internal/daemon"
 	"github.com/headroom-dev/headroom/probe"
 )
 
@@ -298,7 +299,7 @@ func (c *benchCmd) run() int {
 			return engine.Scrape(ctx, metricsClient, c.target.MetricsURL, metricsKey, c.target.Engine)
 		}
 	}
-	if src := openPower(logger, cfg.Power); src != nil {
+	if src := daemon.OpenPower(logger, cfg.Power, nil); src != nil {
 		defer src.Close()
 		r.Power = src
 		rep.Power = cfg.Power.Source

@@ -15,6 +15,7 @@ import (
 
 	"github.com/headroom-dev/headroom/config"
 	"github.com/headroom-dev/headroom/fleet"
+	"github.com/headroom-dev/headroom/internal/daemon"
 )
 
 type demoCmd struct {
@@ -100,12 +101,12 @@ func (c *demoCmd) run() int {
 		simURLs = append(simURLs, "http://"+l.Addr().String())
 	}
 	cfgText := demoConfig(simURLs)
-	d, err := newDaemon(logger, fleet.Shard{}, func() (*config.Config, error) { return config.Parse([]byte(cfgText)) })
+	d, err := daemon.New(logger, fleet.Shard{}, func() (*config.Config, error) { return config.Parse([]byte(cfgText)) })
 	if err != nil {
 		logger.Error("demo config", "err", err)
 		return 1
 	}
-	return d.serve(ctx, c.web, func(addrs []net.Addr) {
+	return serveDaemon(ctx, logger, d, c.web, func(addrs []net.Addr) {
 		for _, a := range addrs {
 			base := "http://" + strings.Replace(a.String(), "[::]", "localhost", 1)
 			fmt.Printf("headroom demo\n  status page:    %s/status\n  landing page:   %s/\n  metrics:        %s/metrics\n  capacity JSON:  %s/api/v1/status\n  simulator:      %s (profile %s)\n"+

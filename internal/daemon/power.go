@@ -1,4 +1,4 @@
-package main
+package daemon
 
 import (
 	"errors"
@@ -9,17 +9,23 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/headroom-dev/headroom/config"
+	"github.com/headroom-dev/headroom/monitor"
 	"github.com/headroom-dev/headroom/power"
 )
 
-// openPower opens the configured GPU power source, or none. Without NVML on
+// OpenPower opens the configured GPU power source, or none; a DCGM
+// exporter is reached through dial (nil: the network's). Without NVML on
 // the host, "auto" logs one line and the daemon runs on without GPU series.
-func openPower(logger *slog.Logger, c config.Power) power.Source {
+func OpenPower(logger *slog.Logger, c config.Power, dial monitor.DialFunc) power.Source {
 	switch c.Source {
 	case "none":
 		return nil
 	case "dcgm":
-		return power.DCGM{URL: c.DCGMURL, Client: &http.Client{Timeout: 5 * time.Second}}
+		client := &http.Client{Timeout: 5 * time.Second}
+		if dial != nil {
+			client.Transport = &http.Transport{DialContext: dial}
+		}
+		return power.DCGM{URL: c.DCGMURL, Client: client}
 	}
 	n, err := power.OpenNVML(nvml.New())
 	switch {

@@ -1,4 +1,4 @@
-package main
+package fleet
 
 import (
 	"encoding/json"
@@ -15,6 +15,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/headroom-dev/headroom/config"
 )
 
 // fakeKube is the part of a Kubernetes API server that pod discovery uses:
@@ -135,47 +137,44 @@ func (k *fakeKube) send(e watchEvent) {
 	}
 }
 
+// Pods that Kubernetes discovery finds follow as targets: relabeling
+// keeps the vLLM pods and names them, and a deployment that scales up and
+// loses its first pod changes the targets with it.
 func TestKubernetesSDTargetsFollowPods(t *testing.T) {
-	sim := startTinySim(t, 20)
-	host, portText, _ := strings.Cut(strings.TrimPrefix(sim.URL, "http://"), ":")
-	port, _ := strconv.Atoi(portText)
 	kube, api := newFakeKube(t)
 	vllm := map[string]string{"app": "vllm", "app.kubernetes.io/instance": "llama-70b"}
-	kube.set("vllm-0", host, port, vllm)
-	kube.set("redis-0", host, port, map[string]string{"app": "redis"})
+	kube.set("vllm-0", "10.0.0.5", 8000, vllm)
+	kube.set("redis-0", "10.0.0.6", 6379, map[string]string{"app": "redis"})
 
-	cfgFile := filepath.Join(t.TempDir(), "headroom.yml")
-	entry := fmt.Sprintf(`  - kubernetes_sd_configs: [{role: pod, api_server: %s, namespaces: {names: [llm]}}]
+	file := filepath.Join(t.TempDir(), "headroom.yml")
+	cfg := fmt.Sprintf(`discovery:
+  - kubernetes_sd_configs: [{role: pod, api_server: %s, namespaces: {names: [llm]}}]
     relabel_configs:
       - {source_labels: [__meta_kubernetes_pod_label_app], regex: vllm, action: keep}
       - {source_labels: [__meta_kubernetes_namespace, __meta_kubernetes_pod_name], separator: /, target_label: target}
       - {source_labels: [__meta_kubernetes_pod_label_app_kubernetes_io_instance], target_label: pool}
     target: {engine: vllm}
 `, api.URL)
-	if err := os.WriteFile(cfgFile, []byte(discoveryConfig(entry)), 0o600); err != nil {
+	if err := os.WriteFile(file, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	base, logs := startDaemon(t, cfgFile)
-	waitFor(t, "pod vllm-0 as a target", func() bool { return targetInfo(t, base)["llm/vllm-0"] == "llama-70b "+sim.URL })
-	if got := scrape(t, base)[`headroom_targets{source=discovery[0],state=dropped}`]; got != 1 {
+	fw := follow(t, file)
+	fw.until("pod vllm-0 as a target", func(ts map[string]config.Target) bool {
+		return len(ts) == 1 && ts["llm/vllm-0"].Pool == "llama-70b" && ts["llm/vllm-0"].URL == "http://10.0.0.5:8000"
+	})
+	if got := fw.count("discovery[0]", Dropped); got != 1 {
 		t.Errorf("dropped = %v, want 1 (redis)", got)
 	}
 
 	// The deployment scales up, then its first pod goes.
-	kube.set("vllm-1", host, port, vllm)
-	waitFor(t, "pod vllm-1 probed", func() bool {
-		return scrape(t, base)[`headroom_probes_total{result=success,scenario=short,target=llm/vllm-1}`] >= 1
-	})
+	kube.set("vllm-1", "10.0.0.7", 8000, vllm)
+	fw.until("pod vllm-1 as a target", func(ts map[string]config.Target) bool { return len(ts) == 2 })
 	kube.delete("vllm-0")
-	waitFor(t, "pod vllm-0 gone", func() bool {
-		ti := targetInfo(t, base)
-		_, has := ti["llm/vllm-0"]
-		return !has && ti["llm/vllm-1"] != ""
+	fw.until("pod vllm-0 gone", func(ts map[string]config.Target) bool {
+		_, has := ts["llm/vllm-0"]
+		return !has && ts["llm/vllm-1"].URL == "http://10.0.0.7:8000"
 	})
-	if n := seriesOf(t, base, "llm/vllm-0"); n != 0 {
-		t.Errorf("%d series of the deleted pod, want none", n)
-	}
-	if strings.Contains(logs.String(), "level=ERROR") {
-		t.Errorf("errors logged:\n%s", logs)
+	if strings.Contains(fw.logs.String(), "level=ERROR") {
+		t.Errorf("errors logged:\n%s", fw.logs)
 	}
 }

@@ -2,10 +2,13 @@ package probe
 
 import (
 	"bytes"
+	"io"
 	"testing"
+	"testing/iotest"
 )
 
-// A body patched from the template is the body encoded afresh with that nonce.
+// A body read from the template is the body encoded afresh with that
+// nonce, however it is read.
 func TestBodyTemplate(t *testing.T) {
 	tests := []struct {
 		name string
@@ -33,10 +36,51 @@ func TestBodyTemplate(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if !bytes.Equal(got, want) {
-					t.Fatalf("patched body\n %s\nwant\n %s", got, want)
+				if got.Len() != len(want) {
+					t.Errorf("Len %d, want %d", got.Len(), len(want))
+				}
+				for name, r := range map[string]io.Reader{"whole": got.reader(), "a byte at a time": iotest.OneByteReader(got.reader()), "half": iotest.HalfReader(got.reader())} {
+					b, err := io.ReadAll(r)
+					if err != nil || !bytes.Equal(b, want) {
+						t.Fatalf("read %s: %v\n %s\nwant\n %s", name, err, b, want)
+					}
+				}
+				if err := iotest.TestReader(got.reader(), want); err != nil {
+					t.Error(err)
 				}
 			}
 		})
+	}
+}
+
+// Probers of one Shared hold one template per prompt shape, whatever
+// their number.
+func TestBodiesShared(t *testing.T) {
+	s := NewShared()
+	k := bodyKey{api: "chat", model: "m", engine: "vllm", words: 5000, maxTokens: 32, cold: true}
+	var first *bodyTemplate
+	for range 100 {
+		b, err := NewProber(Endpoint{}, "chat", "m", "vllm", WithShared(s)).body(k, Nonce())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if first == nil {
+			first = b.t
+		}
+		if b.t != first {
+			t.Fatal("a prober made a template of its own")
+		}
+	}
+	if len(s.bodies) != 1 {
+		t.Errorf("%d templates for one shape", len(s.bodies))
+	}
+	for i := range 2 * maxShared {
+		k.words = i
+		if _, err := s.template(k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(s.bodies) > maxShared {
+		t.Errorf("%d templates kept, at most %d", len(s.bodies), maxShared)
 	}
 }

@@ -30,19 +30,34 @@ type Prober struct {
 	api    string
 	engine string
 
+	shared *Shared
+
 	mu      sync.Mutex
 	model   string
 	counter *httpCounter
 	sizers  map[string]*Sizer
-	bodies  map[bodyKey]bodyTemplate
 	// template is the chat template's tokens where counter does not see it.
 	template   int
 	templateOK bool
 }
 
+// ProberOption changes what a Prober shares.
+type ProberOption func(*Prober)
+
+// WithShared has the prober keep its request bodies and prompt-size fits
+// in s, with the other probers of s; without it, a prober has its own.
+func WithShared(s *Shared) ProberOption { return func(p *Prober) { p.shared = s } }
+
 // NewProber returns a prober; model "" means the first model the server lists.
-func NewProber(ep Endpoint, api, model, engine string) *Prober {
-	return &Prober{ep: ep, api: api, model: model, engine: engine, sizers: map[string]*Sizer{}, bodies: map[bodyKey]bodyTemplate{}}
+func NewProber(ep Endpoint, api, model, engine string, opts ...ProberOption) *Prober {
+	p := &Prober{ep: ep, api: api, model: model, engine: engine, sizers: map[string]*Sizer{}}
+	for _, o := range opts {
+		o(p)
+	}
+	if p.shared == nil {
+		p.shared = NewShared()
+	}
+	return p
 }
 
 // Model is the model being probed, "" until resolved, with the endpoint's
@@ -86,36 +101,82 @@ func (p *Prober) Resolve(ctx context.Context) error {
 	return nil
 }
 
-// sizer returns the scenario's sizer, fitting a new one with the server's
-// tokenizer where there is one (plus the chat template it does not count),
-// else with two short usage counts. A fit cut short by ctx is not kept: the
-// next probe fits again rather than sending prompts of a default guess.
+// fitKey is what a prompt-size fit depends on: the server's tokenizer
+// (the model, and the engine that wraps it in its chat template) and the
+// length.
+type fitKey struct {
+	model, api, engine string
+	tokenizer          string // the tokenize endpoint's shape; "" for usage counts
+	raw                bool
+	input              int
+}
+
+// fit is a fit of the key made by a prober of s, if any.
+func (s *Shared) fit(k fitKey) (Sizer, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f, ok := s.fits[k]
+	return f, ok
+}
+
+func (s *Shared) putFit(k fitKey, f Sizer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.fits[k]; !ok {
+		evict(s.fits)
+	}
+	s.fits[k] = f
+}
+
+// sizer returns the scenario's sizer: a copy of the fit another prober of
+// the same tokenizer made, or a new fit with the server's tokenizer where
+// there is one (plus the chat template it does not count), else with two
+// short usage counts. Each prober corrects its copy from its own server's
+// usage counts (Sizer.Observe), so a server that miscounts misleads only
+// its own. A fit cut short by ctx is not kept: the next probe fits again
+// rather than sending prompts of a default guess; only a fit that
+// succeeded is shared.
 func (p *Prober) sizer(ctx context.Context, sc Scenario) *Sizer {
 	// By name and length: a scenario renamed or resized is sized anew.
 	key := fmt.Sprintf("%s/%d", sc.Name, sc.InputTokens)
 	p.mu.Lock()
 	s, ok := p.sizers[key]
 	c := p.counter
+	fk := fitKey{model: p.model, api: p.api, engine: p.engine, input: sc.InputTokens}
 	p.mu.Unlock()
 	if ok {
+		return s
+	}
+	if c != nil {
+		fk.tokenizer, fk.raw = c.shape.name, c.raw
+	}
+	if f, ok := p.shared.fit(fk); ok {
+		s = &f
+		p.mu.Lock()
+		p.sizers[key] = s
+		p.mu.Unlock()
 		return s
 	}
 	s = NewSizer(sc.InputTokens)
 	usage := usageCounter{ep: p.ep, api: p.api, model: p.resolved()}
 	// A failed fit keeps the default model; usage feedback corrects it, and
 	// probes off by more than Tolerance are PromptMismatch, not samples.
+	var err error
 	if c != nil {
 		var count Counter = c
 		if c.raw && p.api == "chat" {
 			// The fit converges on the count the server will see, template
 			// included: adding it afterwards along the fit's slope misses.
-			if off, err := p.templateOffset(ctx, c, usage); err == nil {
+			var off int
+			if off, err = p.templateOffset(ctx, c, usage); err == nil {
 				count = offsetCounter{c, off}
 			}
 		}
-		_ = s.Calibrate(ctx, count, Nonce())
+		if cerr := s.Calibrate(ctx, count, Nonce()); err == nil {
+			err = cerr
+		}
 	} else {
-		_ = s.CalibrateShort(ctx, usage, Nonce())
+		err = s.CalibrateShort(ctx, usage, Nonce())
 	}
 	if ctx.Err() != nil {
 		return s
@@ -123,6 +184,9 @@ func (p *Prober) sizer(ctx context.Context, sc Scenario) *Sizer {
 	p.mu.Lock()
 	p.sizers[key] = s
 	p.mu.Unlock()
+	if err == nil {
+		p.shared.putFit(fk, *s)
+	}
 	return s
 }
 
@@ -173,7 +237,7 @@ func (c offsetCounter) Count(ctx context.Context, text string) (int, error) {
 type Prepared struct {
 	sc      Scenario
 	api     string
-	body    []byte
+	body    Body // its template nil when the preparation failed
 	words   int
 	sizer   *Sizer
 	counter *httpCounter
@@ -209,7 +273,7 @@ func (p *Prober) Prepare(ctx context.Context, sc Scenario) *Prepared {
 // Failed is the result of a preparation that failed (the model lookup, or
 // sizing cut short by its deadline); ok is false for a probe ready to send.
 func (pr *Prepared) Failed() (Result, bool) {
-	return pr.err, pr.body == nil
+	return pr.err, pr.body.t == nil
 }
 
 // Send streams a prepared probe and measures it. A probe whose prompt the
@@ -217,7 +281,7 @@ func (pr *Prepared) Failed() (Result, bool) {
 // PromptMismatch: it still corrects the sizing, but its latencies answer to
 // another context. Errors come back redacted (send and Prepare redact them).
 func (p *Prober) Send(ctx context.Context, pr *Prepared) Result {
-	if pr.body == nil {
+	if pr.body.t == nil {
 		return pr.err
 	}
 	pctx, cancel := context.WithTimeout(ctx, pr.sc.Timeout)

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -276,5 +277,56 @@ func TestOutputCountedByTokenizerWithoutUsage(t *testing.T) {
 	r := p.Probe(t.Context(), Scenario{Name: "s", InputTokens: 256, OutputTokens: 16, Timeout: 5 * time.Second})
 	if r.Outcome != Success || r.CompletionTokens != 16 || r.Chunks != 8 {
 		t.Fatalf("outcome %s (%v), %d tokens in %d chunks; want success, 16 tokens in 8", r.Outcome, r.Err, r.CompletionTokens, r.Chunks)
+	}
+}
+
+// Probers of one Shared serving one model size a prompt once: the second
+// target's first probe is right with no calibration of its own (only the
+// tokenizer's detection), and each corrects its own copy of the fit.
+func TestFitShared(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	shared := NewShared()
+	sc := Scenario{Name: "s", InputTokens: 8192, OutputTokens: 4, Cold: true, Timeout: 10 * time.Second}
+	target := func(h http.Handler) (*Prober, *atomic.Int32) {
+		t.Helper()
+		var tokenizes atomic.Int32
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/tokenize" {
+				tokenizes.Add(1)
+			}
+			h.ServeHTTP(w, r)
+		}))
+		t.Cleanup(srv.Close)
+		return NewProber(Endpoint{BaseURL: srv.URL, Client: NewClient(false)}, "chat", "", "vllm", WithShared(shared)), &tokenizes
+	}
+	s := sim.NewServer(sim.Tiny, 1000, "vllm")
+	go s.Run(ctx)
+	a, aCalls := target(s.Handler())
+	b, bCalls := target(s.Handler())
+	for i, p := range []*Prober{a, b} {
+		if r := p.Probe(ctx, sc); r.Outcome != Success || !within(r.PromptTokens, sc.InputTokens, Tolerance) {
+			t.Fatalf("target %d: %s, %d prompt tokens (%v)", i, r.Outcome, r.PromptTokens, r.Err)
+		}
+	}
+	// DetectCounter counts twice (8 and 64 words); a calibration at least twice more.
+	if n := aCalls.Load(); n < 4 {
+		t.Errorf("the first target's sizing made %d tokenize calls, want a calibration's", n)
+	}
+	if n := bCalls.Load(); n != 2 {
+		t.Errorf("the second target's sizing made %d tokenize calls, want only the detection's 2", n)
+	}
+
+	// Each holds its own copy: what b's server's counts teach b's sizing
+	// (Observe) changes neither a's nor the shared fit.
+	sa, sb := a.sizers["s/8192"], b.sizers["s/8192"]
+	if sa == nil || sb == nil || sa == sb {
+		t.Fatalf("sizers %p and %p, want two", sa, sb)
+	}
+	before := *sa
+	sb.Observe(sb.Words(), sc.InputTokens*11/10)
+	fk := fitKey{model: a.model, api: "chat", engine: "vllm", tokenizer: "vllm", input: sc.InputTokens}
+	if f, ok := shared.fit(fk); !ok || f.Words() != before.Words() || *sa != before || sb.Words() == before.Words() {
+		t.Errorf("after b's correction: shared %v (%v), a's %v, b's %v; a's and the shared fit were %v", f, ok, *sa, *sb, before)
 	}
 }

@@ -219,12 +219,12 @@ func Run(ctx context.Context, ep Endpoint, q Request) Result {
 	if err != nil {
 		return fail(Result{}, StreamError, fmt.Errorf("encode request: %w", err))
 	}
-	return send(ctx, ep, q.API, body, q.MaxTokens)
+	return send(ctx, ep, q.API, bytesBody(body), q.MaxTokens)
 }
 
 // send streams an encoded request body to the API's path and measures it.
 // Its error never carries the API key, even where the server echoed it.
-func send(ctx context.Context, ep Endpoint, api string, body []byte, maxTokens int) (res Result) {
+func send(ctx context.Context, ep Endpoint, api string, body Body, maxTokens int) (res Result) {
 	defer func() { res.Err = ep.redact(res.Err) }()
 	var setupStart time.Time
 	// WroteRequest fires on the transport's writer goroutine, which may still

@@ -428,7 +428,7 @@ func TestDroppedKeepAliveIsRetried(t *testing.T) {
 				t.Fatal(err)
 			}
 			for i := range 3 {
-				resp, _, err := postJSON(t.Context(), ep, "/tokenize", count)
+				resp, _, err := postJSON(t.Context(), ep, "/tokenize", bytesBody(count))
 				if err != nil {
 					t.Fatalf("count %d on a dropped connection: %v", i+1, err)
 				}

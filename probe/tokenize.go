@@ -1,7 +1,6 @@
 package probe
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -62,15 +61,19 @@ type httpCounter struct {
 // fresh one. Asked twice, a count or a completion costs the server a little;
 // lost, a sizing falls back to a guess and a probe fails for nothing the
 // server's capacity did (llama.cpp closes connections after a few requests).
-func newPost(ctx context.Context, ep Endpoint, path string, body []byte) (*http.Request, string, error) {
+func newPost(ctx context.Context, ep Endpoint, path string, body Body) (*http.Request, string, error) {
 	url, err := ep.url(path)
 	if err != nil {
 		return nil, url, err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, nil)
 	if err != nil {
 		return nil, url, err
 	}
+	// Read in place from the shared template, and again for a resend.
+	req.ContentLength = int64(body.Len())
+	req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(body.reader()), nil }
+	req.Body, _ = req.GetBody()
 	req.Header.Set("Content-Type", "application/json")
 	req.Header["Idempotency-Key"] = []string{}
 	if ep.APIKey != "" {
@@ -80,7 +83,7 @@ func newPost(ctx context.Context, ep Endpoint, path string, body []byte) (*http.
 }
 
 // postJSON posts a JSON body to the endpoint. The caller closes the body.
-func postJSON(ctx context.Context, ep Endpoint, path string, body []byte) (*http.Response, string, error) {
+func postJSON(ctx context.Context, ep Endpoint, path string, body Body) (*http.Response, string, error) {
 	req, url, err := newPost(ctx, ep, path, body)
 	if err != nil {
 		return nil, url, err
@@ -130,7 +133,7 @@ func (c *httpCounter) Count(ctx context.Context, text string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	resp, url, err := postJSON(ctx, c.ep, c.shape.path, b)
+	resp, url, err := postJSON(ctx, c.ep, c.shape.path, bytesBody(b))
 	if err != nil {
 		return 0, fmt.Errorf("tokenize %s: %w", url, err)
 	}
@@ -195,7 +198,7 @@ func (c usageCounter) Count(ctx context.Context, text string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	res := send(ctx, c.ep, c.api, b, 1)
+	res := send(ctx, c.ep, c.api, bytesBody(b), 1)
 	if res.Outcome != Success && res.Outcome != ShortOutput {
 		return 0, fmt.Errorf("count tokens: %s: %w", res.Outcome, res.Err)
 	}

@@ -3,6 +3,7 @@ package daemon_test
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"log/slog"
 	"math"
 	"net/http"
@@ -49,6 +50,9 @@ func (s *linearServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{model_name=\"m\"} %d\n# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting{model_name=\"m\"} 0\n"+
 			"# TYPE vllm:prompt_tokens_total counter\nvllm:prompt_tokens_total{model_name=\"m\"} %d\n", s.load(), s.prompts.Load())
 	case "/v1/chat/completions":
+		// Read whole, as a server reads a request before it answers: the
+		// client's request is written only once it has been read.
+		_, _ = io.Copy(io.Discard, r.Body)
 		if n := s.inflight.Add(1); n > s.peak.Load() {
 			s.peak.Store(n) // racy max, but only this test's bursts raise it
 		}

@@ -20,9 +20,11 @@ func Stall(w http.ResponseWriter, r *http.Request) {
 
 // Fixed serves a fixed completion stream of chunks content chunks and, if
 // usage > 0, a usage chunk counting usage completion tokens and prompt
-// prompt tokens, whatever was asked.
+// prompt tokens, whatever was asked. It reads the request first, as a
+// server does.
 func Fixed(chunks, prompt, usage int) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
 		w.Header().Set("Content-Type", "text/event-stream")
 		for range chunks {
 			fmt.Fprint(w, `data: {"choices":[{"index":0,"delta":{"content":"x"},"finish_reason":null}]}`+"\n\n")

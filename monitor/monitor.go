@@ -15,7 +15,6 @@ import (
 	"time"
 
 	promconfig "github.com/prometheus/common/config"
-	"github.com/prometheus/common/version"
 	"golang.org/x/sync/semaphore"
 
 	"github.com/headroom-dev/headroom/collector"
@@ -88,6 +87,10 @@ type Monitor struct {
 	rec    Recorder
 	cal    Calibrator // nil: no calibration bursts
 	dial   DialFunc   // nil: the network's
+	// clients and prompts are shared by the targets: one transport per
+	// http_client_config, one body and one sizing fit per prompt shape.
+	clients *clients
+	prompts *probe.Shared
 
 	mu      sync.Mutex
 	cfg     *config.Config
@@ -121,10 +124,11 @@ func WithDial(dial DialFunc) Option { return func(m *Monitor) { m.dial = dial } 
 // for calibration bursts; call Apply to start probing.
 func New(logger *slog.Logger, probes *collector.Probes, rec Recorder, cal Calibrator, opts ...Option) *Monitor {
 	m := &Monitor{logger: logger, probes: probes, rec: rec, cal: cal, targets: map[string]*target{},
-		servers: map[string]*semaphore.Weighted{}, ready: map[string]time.Time{}}
+		servers: map[string]*semaphore.Weighted{}, ready: map[string]time.Time{}, prompts: probe.NewShared()}
 	for _, o := range opts {
 		o(m)
 	}
+	m.clients = &clients{dial: m.dial}
 	return m
 }
 
@@ -275,47 +279,14 @@ func (a *loadAcc) mean() float64 {
 	return a.sum / a.n
 }
 
-// newClients builds a target's HTTP clients from its http_client_config.
-// A metrics page on another host gets the same TLS and proxy settings but
-// none of the credentials, as metricsKey withholds the API key.
-func newClients(tc config.Target, sameHost bool, dial DialFunc) (client, metrics *http.Client, err error) {
-	opts := []promconfig.HTTPClientOption{promconfig.WithIdleConnTimeout(15 * time.Minute), promconfig.WithUserAgent("headroom/" + version.Version)}
-	if dial != nil {
-		opts = append(opts, promconfig.WithDialContextFunc(dial))
-	}
-	client, err = promconfig.NewClientFromConfig(tc.HTTPClientConfig, "headroom", opts...)
-	if err != nil {
-		return nil, nil, fmt.Errorf("target %s: http_client_config: %w", tc.Name, err)
-	}
-	sameOrigin(client)
-	if sameHost {
-		return client, client, nil
-	}
-	metrics, err = promconfig.NewClientFromConfig(config.WithoutCredentials(tc.HTTPClientConfig), "headroom", opts...)
-	if err != nil {
-		return nil, nil, fmt.Errorf("target %s: http_client_config for metrics_url: %w", tc.Name, err)
-	}
-	sameOrigin(metrics)
-	return client, metrics, nil
-}
-
 // Clients builds a target's HTTP clients as the daemon does, for a check
 // that tries it once (check-config --probe): one for its API, one for its
 // metrics page, which gets the API key (metricsKey) only on the API's own
 // scheme and host.
 func Clients(tc config.Target) (api, metrics *http.Client, metricsKey bool, err error) {
 	local := sameHost(tc.URL, tc.MetricsURL)
-	api, metrics, err = newClients(tc, local, nil)
+	api, metrics, err = (&clients{}).forTarget(tc, local)
 	return api, metrics, local, err
-}
-
-// sameOrigin keeps a client's redirects within its target's scheme, host
-// and port (probe.SameOrigin), where follow_redirects leaves them on: the
-// client's round tripper sets its credentials on every request it sends.
-func sameOrigin(c *http.Client) {
-	if c.CheckRedirect == nil {
-		c.CheckRedirect = probe.SameOrigin
-	}
 }
 
 func sameHost(a, b string) bool {
@@ -327,7 +298,7 @@ func sameHost(a, b string) bool {
 func newTarget(m *Monitor, tc config.Target, cfg *config.Config) *target {
 	key, err := tc.APIKey()
 	local := sameHost(tc.URL, tc.MetricsURL)
-	client, metrics, cerr := newClients(tc, local, m.dial)
+	client, metrics, cerr := m.clients.forTarget(tc, local)
 	if err == nil {
 		err = cerr
 	}
@@ -343,7 +314,7 @@ func newTarget(m *Monitor, tc config.Target, cfg *config.Config) *target {
 		client = http.DefaultClient // never used: a target with a setupErr does not start
 	}
 	t.secrets = tc.Secrets()
-	t.prober = probe.NewProber(probe.Endpoint{BaseURL: tc.URL, APIKey: key, Secrets: t.secrets, Client: client}, tc.API, tc.Model, engineName)
+	t.prober = probe.NewProber(probe.Endpoint{BaseURL: tc.URL, APIKey: key, Secrets: t.secrets, Client: client}, tc.API, tc.Model, engineName, probe.WithShared(m.prompts))
 	for _, s := range t.scenarios {
 		m.probes.Init(tc.Name, s.Name, t.calibrated())
 	}
@@ -385,9 +356,12 @@ func (t *target) stop() {
 		t.cancel()
 	}
 	t.wg.Wait()
-	if t.client != nil {
-		t.client.CloseIdleConnections()
-		t.metrics.CloseIdleConnections()
+	if t.client != nil { // its loops are done: the clients go back once
+		t.m.clients.put(t.client)
+		if t.metrics != t.client {
+			t.m.clients.put(t.metrics)
+		}
+		t.client, t.metrics = nil, nil
 	}
 }
 

@@ -192,8 +192,23 @@ func (p *Probes) AddBusy(target string, d time.Duration) {
 	p.busy.WithLabelValues(target).Add(d.Seconds())
 }
 
-// Forget drops every series of a target that left the configuration.
-func (p *Probes) Forget(target string) {
+// Forget drops every series of a target that left the configuration, or
+// with scenarios, only those of the scenarios it is no longer probed with.
+func (p *Probes) Forget(target string, scenarios ...string) {
+	for _, s := range scenarios {
+		l := prometheus.Labels{"target": target, "scenario": s}
+		p.lone.forget(l)
+		p.calibration.forget(l)
+		for _, v := range []*prometheus.HistogramVec{p.prefill, p.queue, p.stall} {
+			v.DeletePartialMatch(l)
+		}
+		p.inputTokens.DeletePartialMatch(l)
+		p.lastSuccess.DeletePartialMatch(l)
+		p.bursts.DeletePartialMatch(l)
+	}
+	if len(scenarios) > 0 {
+		return
+	}
 	l := prometheus.Labels{"target": target}
 	p.lone.forget(l)
 	p.calibration.forget(l)

@@ -153,11 +153,23 @@ func (m *Monitor) Apply(ctx context.Context, cfg *config.Config) {
 		}
 		t.stop()
 		delete(m.targets, name)
-		if _, ok := want[name]; !ok {
+		w, ok := want[name]
+		if !ok {
 			m.probes.Forget(name)
 			m.readyMu.Lock()
 			delete(m.ready, name)
 			m.readyMu.Unlock()
+			continue
+		}
+		// Restarted: the series of scenarios it is no longer probed with go.
+		var gone []string
+		for _, s := range t.scenarios {
+			if !slices.ContainsFunc(cfg.ScenariosOf(w), func(n config.Scenario) bool { return n.Name == s.Name }) {
+				gone = append(gone, s.Name)
+			}
+		}
+		if len(gone) > 0 {
+			m.probes.Forget(name, gone...)
 		}
 	}
 	for _, tc := range cfg.Targets {

@@ -63,6 +63,18 @@ func TestServeProbesAndReloads(t *testing.T) {
 		waitFor(t, "probe of the new scenario", 10*time.Second, func() bool {
 			return d.scrape()[`headroom_probe_ttft_seconds{scenario=other,target=sim}`] >= 1
 		})
+		// A file without the first scenario: its series go with it.
+		if err := os.WriteFile(cfgFile, []byte(testConfig(simURL, "other")), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if code, body := d.reload(); code != http.StatusOK {
+			t.Fatalf("reload: %d %s", code, body)
+		}
+		for k := range d.scrape() {
+			if strings.Contains(k, "scenario=short") {
+				t.Errorf("%s is exported after its scenario left", k)
+			}
+		}
 		if strings.Contains(d.logs.String(), "sk-test-secret-123") {
 			t.Error("the API key appears in the logs")
 		}

@@ -44,6 +44,10 @@ type Config struct {
 	// buckets and native ones, or "native" only, for a fleet whose classic
 	// buckets would make /metrics too large (docs/operations.md).
 	ProbeHistograms string `yaml:"probe_histograms"`
+	// MaxTargets is the most targets this replica probes, static and
+	// discovered (DefaultMaxTargets when unset); the rest are counted in
+	// headroom_targets{state="over_limit"}.
+	MaxTargets int `yaml:"max_targets"`
 	// Autoscaling is what `headroom rules` writes the pools' replica rules
 	// with; the daemon itself does not read it.
 	Autoscaling Autoscaling `yaml:"autoscaling"`
@@ -60,6 +64,12 @@ type Autoscaling struct {
 	// flapping with a load that comes and goes.
 	ScaleDownStabilization time.Duration `yaml:"scale_down_stabilization"`
 }
+
+// DefaultMaxTargets is the size one replica is measured at in
+// docs/operations.md: a fleet larger than it is sharded (--shard.count) or
+// raises max_targets. An http_sd list of 100,000 targets, all probed,
+// took a replica past 4.6 GB in 20 s.
+const DefaultMaxTargets = 1000
 
 // Calibration lets the daemon send bursts of concurrent probes of a use
 // case's scenario while its capacity is unknown for want of load spread,
@@ -306,6 +316,9 @@ func (c *Config) applyDefaults() {
 	if c.Autoscaling.ScaleDownStabilization == 0 {
 		c.Autoscaling.ScaleDownStabilization = 15 * time.Minute
 	}
+	if c.MaxTargets == 0 {
+		c.MaxTargets = DefaultMaxTargets
+	}
 	for i := range c.Targets {
 		c.Targets[i].SetDefaults()
 	}
@@ -428,6 +441,11 @@ func (c *Config) Validate() error {
 	// The rules are evaluated every minute: a shorter window holds nothing.
 	if w := c.Autoscaling.ScaleDownStabilization; w < time.Minute || w%time.Minute != 0 {
 		bad("autoscaling.scale_down_stabilization", "must be whole minutes, at least 1m, got %s", w)
+	}
+	if c.MaxTargets < 0 {
+		bad("max_targets", "must not be negative, got %d", c.MaxTargets)
+	} else if len(c.Targets) > c.MaxTargets {
+		bad("max_targets", "the %d static targets exceed it (%d): raise it, or shard", len(c.Targets), c.MaxTargets)
 	}
 	switch c.Power.Source {
 	case "auto", "nvml", "none":

@@ -149,6 +149,10 @@ func TestParseErrorsNamePath(t *testing.T) {
 		{base + "autoscaling: {headroom: .nan}\n", "autoscaling.headroom: must be in [0, 0.9], got NaN"},
 		{base + "autoscaling: {scale_down_stabilization: 30s}\n", "autoscaling.scale_down_stabilization: must be whole minutes, at least 1m, got 30s"},
 		{base + "autoscaling: {scale_down_stabilization: 90s}\n", "autoscaling.scale_down_stabilization: must be whole minutes, at least 1m, got 1m30s"},
+		// Issue 38: limits on the targets probed.
+		{base + "max_targets: -1\n", "max_targets: must not be negative, got -1"},
+		{"targets:\n  - {name: a, url: 'http://h'}\n  - {name: b, url: 'http://h'}\nmax_targets: 1\n", "max_targets: the 2 static targets exceed it (1): raise it, or shard"},
+		{"discovery:\n  - file_sd_configs: [{files: [a.json]}]\n    max_targets: -5\n", "discovery[0].max_targets: must not be negative, got -5"},
 	}
 	for _, tc := range tests {
 		_, err := Parse([]byte(tc.yaml))

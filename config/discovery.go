@@ -32,6 +32,9 @@ type Discovery struct {
 	// Target is the template of every target found: api, engine, model,
 	// keys, HTTP client, pool.
 	Target Target `yaml:"target"`
+	// MaxTargets is the most targets of this entry the replica probes (0:
+	// only the configuration's max_targets bounds them).
+	MaxTargets int `yaml:"max_targets"`
 }
 
 // Configs lists the entry's discovery mechanisms for discovery.Manager.
@@ -70,6 +73,9 @@ func (d Discovery) validate(path string) error {
 		} else if err := c.Validate(model.UTF8Validation); err != nil {
 			errs = append(errs, fmt.Errorf("%s.relabel_configs[%d]: %w", path, i, err))
 		}
+	}
+	if d.MaxTargets < 0 {
+		errs = append(errs, fmt.Errorf("%s.max_targets: must not be negative, got %d", path, d.MaxTargets))
 	}
 	for i, c := range d.KubernetesSDConfigs {
 		if c.Role != kubernetes.RolePod && c.Role != kubernetes.RoleEndpointSlice {

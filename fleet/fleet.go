@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 	promconfig "github.com/prometheus/common/config"
@@ -26,6 +27,7 @@ const (
 	Dropped    = "dropped"     // relabeling dropped it
 	Invalid    = "invalid"     // what relabeling left is not a valid target
 	Duplicate  = "duplicate"   // its name was taken by an earlier one
+	OverLimit  = "over_limit"  // past max_targets, its entry's or the configuration's
 )
 
 // Fleet is the set of targets to probe. Its methods other than Run are
@@ -62,7 +64,7 @@ func New(logger *slog.Logger, reg prometheus.Registerer, shard Shard, opts ...Op
 	}
 	f := &Fleet{logger: logger, shard: shard, metrics: m, reg: reg, groups: map[string][]*targetgroup.Group{}, logged: map[string]bool{},
 		targets: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "headroom_targets",
-			Help: "Targets known to this replica, by where they come from (static or discovery[i]) and state: probed, other_shard, dropped, invalid, duplicate."},
+			Help: "Targets known to this replica, by where they come from (static or discovery[i]) and state: probed, other_shard, dropped, invalid, duplicate, over_limit."},
 			[]string{"source", "state"})}
 	for _, o := range opts {
 		o(f)
@@ -119,15 +121,23 @@ func (f *Fleet) Update(groups map[string][]*targetgroup.Group) {
 }
 
 // Config is base with the targets this replica probes: base's own, then
-// each discovery entry's, each name taken once, and only those the shard
-// owns. headroom_targets counts them all by state.
+// each discovery entry's, each name taken once, only those the shard owns,
+// and at most each entry's max_targets and base's max_targets, in that
+// order (an entry's groups by their source, each group's targets as
+// listed: http_sd's groups, url:0, url:1, ..., in the list's order). headroom_targets counts them all by state; a problem, and a
+// limit that leaves targets out, is logged once, when it appears.
 func (f *Fleet) Config(base *config.Config) *config.Config {
 	out := *base
 	out.Targets = nil
 	counts := map[[2]string]int{}
 	seen := map[string]bool{}
 	problems := map[string]bool{}
-	add := func(src string, t config.Target) {
+	type overrun struct {
+		field, source string
+		limit, over   int
+	}
+	overruns := map[string]*overrun{} // by the limit's field
+	add := func(src string, t config.Target, entry *int, entryLimit int, field string) {
 		state := Probed
 		switch {
 		case seen[t.Name]:
@@ -135,20 +145,35 @@ func (f *Fleet) Config(base *config.Config) *config.Config {
 			problems[fmt.Sprintf("%s: target %q: the name is already taken; relabel target to tell them apart", src, t.Name)] = true
 		case !f.shard.Owns(t.Name):
 			state = OtherShard
+		case entryLimit > 0 && *entry >= entryLimit:
+			state = OverLimit
+		case base.MaxTargets > 0 && len(out.Targets) >= base.MaxTargets:
+			state, field, entryLimit = OverLimit, "max_targets", base.MaxTargets
 		default:
 			out.Targets = append(out.Targets, t)
+			*entry++
+		}
+		if state == OverLimit {
+			o := overruns[field]
+			if o == nil {
+				o = &overrun{field: field, source: src, limit: entryLimit}
+				overruns[field] = o
+			}
+			o.over++
 		}
 		seen[t.Name] = true
 		counts[[2]string{src, state}]++
 	}
+	static := 0
 	for _, t := range base.Targets {
-		add("static", t)
+		add("static", t, &static, 0, "")
 	}
 	for i, d := range base.Discovery {
 		src := source(i)
 		groups := slices.Clone(f.groups[src])
-		slices.SortFunc(groups, func(a, b *targetgroup.Group) int { return cmp.Compare(a.Source, b.Source) })
-		for _, r := range Resolve(d, groups) {
+		slices.SortFunc(groups, func(a, b *targetgroup.Group) int { return natural(a.Source, b.Source) })
+		probed := 0
+		for r := range Resolve(d, groups) {
 			switch {
 			case r.Dropped:
 				counts[[2]string{src, Dropped}]++
@@ -156,7 +181,7 @@ func (f *Fleet) Config(base *config.Config) *config.Config {
 				counts[[2]string{src, Invalid}]++
 				problems[fmt.Sprintf("%s: group %q: %v", src, r.Group, r.Err)] = true
 			default:
-				add(src, r.Target)
+				add(src, r.Target, &probed, d.MaxTargets, src+".max_targets")
 			}
 		}
 	}
@@ -169,8 +194,50 @@ func (f *Fleet) Config(base *config.Config) *config.Config {
 			f.logger.Warn("target not probed", "problem", p)
 		}
 	}
+	for field, o := range overruns {
+		key := "over " + field
+		if !f.logged[key] {
+			f.logger.Warn("targets over the limit not probed: raise it, or shard", "limit", field, "max_targets", o.limit, "not_probed", o.over, "first_from", o.source)
+		}
+		problems[key] = true
+	}
 	f.logged = problems
 	return &out
+}
+
+// natural compares strings as people sort them: runs of digits by their
+// value, so that http_sd's group url:9 comes before url:10. Strings equal
+// so (a leading zero apart) compare byte by byte.
+func natural(a, b string) int {
+	return cmp.Or(byValue(a, b), strings.Compare(a, b))
+}
+
+func byValue(a, b string) int {
+	for a != "" && b != "" {
+		da, db := digits(a), digits(b)
+		if da > 0 && db > 0 {
+			na, nb := strings.TrimLeft(a[:da], "0"), strings.TrimLeft(b[:db], "0")
+			if c := cmp.Or(cmp.Compare(len(na), len(nb)), strings.Compare(na, nb)); c != 0 {
+				return c
+			}
+			a, b = a[da:], b[db:]
+			continue
+		}
+		if a[0] != b[0] {
+			return cmp.Compare(a[0], b[0])
+		}
+		a, b = a[1:], b[1:]
+	}
+	return cmp.Compare(len(a), len(b))
+}
+
+// digits is the length of the run of digits s starts with.
+func digits(s string) int {
+	i := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	return i
 }
 
 func source(i int) string { return fmt.Sprintf("discovery[%d]", i) }

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/headroom-dev/headroom/config"
 )
@@ -76,9 +75,7 @@ func (fw *follower) until(what string, cond func(map[string]config.Target) bool)
 }
 
 // count is headroom_targets of a source and state.
-func (fw *follower) count(source, state string) float64 {
-	return testutil.ToFloat64(fw.f.targets.WithLabelValues(source, state))
-}
+func (fw *follower) count(source, state string) float64 { return value(fw.f, source, state) }
 
 type sdGroup struct {
 	Targets []string          `json:"targets"`

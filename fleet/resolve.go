@@ -1,6 +1,8 @@
 package fleet
 
 import (
+	"iter"
+
 	"github.com/prometheus/prometheus/discovery/targetgroup"
 	"github.com/prometheus/prometheus/model/labels"
 	"github.com/prometheus/prometheus/model/relabel"
@@ -29,32 +31,35 @@ type Resolved struct {
 
 // Resolve relabels every address in groups and fills d's template with
 // what is left, as Prometheus makes scrape targets: a group's labels under
-// its targets' own, then relabel_configs.
-func Resolve(d config.Discovery, groups []*targetgroup.Group) []Resolved {
-	var out []Resolved
-	for _, g := range groups {
-		for _, tl := range g.Targets {
-			lb := labels.NewBuilder(labels.EmptyLabels())
-			for k, v := range g.Labels {
-				lb.Set(string(k), string(v))
+// its targets' own, then relabel_configs. It yields each as it goes: a list
+// of 100,000 addresses is not held resolved at once.
+func Resolve(d config.Discovery, groups []*targetgroup.Group) iter.Seq[Resolved] {
+	return func(yield func(Resolved) bool) {
+		lb := labels.NewBuilder(labels.EmptyLabels())
+		for _, g := range groups {
+			for _, tl := range g.Targets {
+				lb.Reset(labels.EmptyLabels())
+				for k, v := range g.Labels {
+					lb.Set(string(k), string(v))
+				}
+				for k, v := range tl {
+					lb.Set(string(k), string(v))
+				}
+				if lb.Get("__scheme__") == "" {
+					lb.Set("__scheme__", "http")
+				}
+				r := Resolved{Group: g.Source}
+				if !relabel.ProcessBuilder(lb, d.RelabelConfigs...) {
+					r.Dropped = true
+				} else {
+					r.Target, r.Err = fill(d.Target, lb)
+				}
+				if !yield(r) {
+					return
+				}
 			}
-			for k, v := range tl {
-				lb.Set(string(k), string(v))
-			}
-			if lb.Get("__scheme__") == "" {
-				lb.Set("__scheme__", "http")
-			}
-			r := Resolved{Group: g.Source}
-			if !relabel.ProcessBuilder(lb, d.RelabelConfigs...) {
-				r.Dropped = true
-				out = append(out, r)
-				continue
-			}
-			r.Target, r.Err = fill(d.Target, lb)
-			out = append(out, r)
 		}
 	}
-	return out
 }
 
 func fill(t config.Target, lb *labels.Builder) (config.Target, error) {

@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -66,7 +67,7 @@ func TestResolve(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			rs := Resolve(entry(t, tc.yaml), []*targetgroup.Group{tc.group})
+			rs := slices.Collect(Resolve(entry(t, tc.yaml), []*targetgroup.Group{tc.group}))
 			if len(rs) != 1 {
 				t.Fatalf("%d results, want 1", len(rs))
 			}

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cespare/xxhash/v2"
 	promconfig "github.com/prometheus/common/config"
 	"golang.org/x/sync/semaphore"
 
@@ -457,7 +458,16 @@ func production(l engine.Load, own float64) engine.Load {
 	return l
 }
 
+// scrapeLoop reads the engine at once, then every interval at the
+// target's own phase of it (from its name, as Prometheus offsets its
+// scrapes): a thousand targets started together scraped at one instant,
+// each interval, over a thousand connections at once.
 func (t *target) scrapeLoop(ctx context.Context) {
+	t.scrape(ctx)
+	phase := time.Duration(xxhash.Sum64String(t.cfg.Name) % uint64(t.scrapeInt))
+	if !sleepUntil(ctx, time.Now().Add(phase)) {
+		return
+	}
 	tick := time.NewTicker(t.scrapeInt)
 	defer tick.Stop()
 	for {

@@ -52,25 +52,29 @@ func longestCurve(cfg *config.Config) time.Duration {
 // longer names, and of scenarios a target is no longer probed with, are
 // forgotten.
 func (e *Estimator) Configure(cfg *config.Config, seeds Seeds) {
+	// Sets, not searches: a fleet's discovery updates reconfigure a
+	// thousand targets, each once a minute.
+	probed := map[[2]string]bool{}
+	names := map[string]bool{}
+	for _, t := range cfg.Targets {
+		names[t.Name] = true
+		for _, s := range cfg.ScenariosOf(t) {
+			probed[[2]string{t.Name, s.Name}] = true
+		}
+	}
 	e.mu.Lock()
 	old := e.cfg
 	e.cfg, e.seeds = cfg, seeds
 	for _, t := range old.Targets {
-		if !slices.ContainsFunc(cfg.Targets, func(n config.Target) bool { return n.Name == t.Name }) {
+		if !names[t.Name] {
 			delete(e.kv, t.Name)
 		}
 	}
 	e.mu.Unlock()
 	e.store.Keep(longestCurve(cfg))
-	probed := map[[2]string]bool{}
-	for _, t := range cfg.Targets {
-		for _, s := range cfg.ScenariosOf(t) {
-			probed[[2]string{t.Name, s.Name}] = true
-		}
-	}
 	e.store.ForgetIf(func(target, scenario string) bool { return !probed[[2]string{target, scenario}] })
 	for _, t := range old.Targets {
-		if !slices.ContainsFunc(cfg.Targets, func(n config.Target) bool { return n.Name == t.Name }) {
+		if !names[t.Name] {
 			e.memo.Forget(t.Name)
 		}
 	}

@@ -185,8 +185,12 @@ func (m *Monitor) Apply(ctx context.Context, cfg *config.Config) {
 		t.start(ctx)
 	}
 	// Every loop of a server that left has stopped: forget its lock.
+	serving := map[string]bool{}
+	for _, t := range cfg.Targets {
+		serving[t.MetricsURL] = true
+	}
 	for u := range m.servers {
-		if !slices.ContainsFunc(cfg.Targets, func(t config.Target) bool { return t.MetricsURL == u }) {
+		if !serving[u] {
 			delete(m.servers, u)
 		}
 	}

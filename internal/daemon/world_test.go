@@ -123,7 +123,12 @@ func (w *world) startDaemon(cfgFile string) *runningDaemon {
 // start runs a daemon of load as one shard, until the test ends.
 func (w *world) start(load func() (*config.Config, error), shard fleet.Shard, lifecycle bool) *runningDaemon {
 	w.t.Helper()
-	logs := &syncWriter{}
+	return w.startLogging(load, shard, lifecycle, &syncWriter{})
+}
+
+// startLogging is start logging into logs.
+func (w *world) startLogging(load func() (*config.Config, error), shard fleet.Shard, lifecycle bool, logs *syncWriter) *runningDaemon {
+	w.t.Helper()
 	logger := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	d, err := daemon.New(logger, shard, load, daemon.WithDial(w.net.Dial))
 	if err != nil {
@@ -241,13 +246,18 @@ func waitEvery(t *testing.T, what string, within, period time.Duration, cond fun
 }
 
 type syncWriter struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu  sync.Mutex
+	b   bytes.Buffer
+	max int // bytes kept, the latest; 0: all
 }
 
 func (s *syncWriter) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.max > 0 && s.b.Len()+len(p) > s.max {
+		s.b.Next(s.b.Len() / 2)
+		s.b = *bytes.NewBuffer(bytes.Clone(s.b.Bytes()))
+	}
 	return s.b.Write(p)
 }
 

@@ -3,10 +3,14 @@
 package collector
 
 import (
+	"slices"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/headroom-dev/headroom/probe"
 )
@@ -20,133 +24,205 @@ var (
 	StallBuckets   = []float64{.005, .01, .02, .05, .1, .25, .5, 1, 2, 5, 10, 30, 60, 300}
 )
 
+// The histograms of a target and scenario, by their index in pair.hists.
+const (
+	ttft = iota // lone probes': what the SLO panels and rules read
+	itl
+	decode
+	e2e
+	prefill
+	queue
+	stall
+	calibTTFT // calibration bursts' probes': native buckets only
+	calibITL
+	calibDecode
+	calibE2E
+	nHists
+)
+
+// family is one histogram family: its description and classic bounds (a
+// private copy: the exported lists above can be changed, and written
+// histograms point into it).
+type family struct {
+	desc   *prometheus.Desc
+	bounds []float64
+}
+
 // Probes holds the per-probe metrics. The headroom_probe_* histograms and
 // headroom_probes_total count lone probes only: what a request arriving
 // among production meets, which the SLO panels and burn-rate rules read. A
 // calibration burst's probes queue behind one another on purpose, so
-// theirs go to headroom_calibration_* (calibration), never to the SLO
-// series.
+// theirs go to headroom_calibration_*, never to the SLO series.
+//
+// It is one custom collector. Each target and scenario is a struct of
+// plain numbers (pair), written out at each scrape with label pairs made
+// once: as client_golang's HistogramVec children, its eleven histograms
+// with native buckets held about 3 KB each, some 170 MB at 1,000 targets
+// and the five default scenarios (docs/operations.md).
 type Probes struct {
-	lone                     latencies
-	prefill, queue, stall    *prometheus.HistogramVec
-	inputTokens, lastSuccess *prometheus.GaugeVec
-	busy, bursts             *prometheus.CounterVec
-	calibration              latencies
+	hists                           [nHists]family
+	total, calibTotal, bursts, busy *prometheus.Desc
+	inputTokens, lastSuccess        *prometheus.Desc
+	mu                              sync.Mutex
+	pairs                           map[[2]string]*pair
+	targets                         map[string]*targetSeries
 }
 
-// latencies are the measurements that the use cases' thresholds are set on,
-// and the results they came with, of one kind of probe.
-type latencies struct {
-	ttft, itl, decode, e2e *prometheus.HistogramVec
-	total                  *prometheus.CounterVec
+// pair is a target and scenario's series, each nil until it has a value.
+type pair struct {
+	labels      []*dto.LabelPair // scenario, target: sorted by name, as the registry wants
+	hists       [nHists]*histSeries
+	results     [2]map[probe.Outcome]*value // lone probes', calibration's
+	bursts      *value
+	inputTokens *value
+	lastSuccess *value
 }
 
-// observe counts r and, when it succeeded, records its latencies.
-func (l latencies) observe(target, scenario string, r probe.Result) {
-	l.total.WithLabelValues(target, scenario, string(r.Outcome)).Inc()
-	if r.Outcome != probe.Success {
-		return
-	}
-	l.ttft.WithLabelValues(target, scenario).Observe(r.TTFT.Seconds())
-	l.e2e.WithLabelValues(target, scenario).Observe(r.E2E.Seconds())
-	if r.CompletionTokens >= 2 {
-		l.itl.WithLabelValues(target, scenario).Observe(r.ITL().Seconds())
-		l.decode.WithLabelValues(target, scenario).Observe(r.DecodeTPS())
-	}
-}
-
-func (l latencies) collectors() []prometheus.Collector {
-	return []prometheus.Collector{l.ttft, l.itl, l.decode, l.e2e, l.total}
-}
-
-func (l latencies) init(target, scenario string) {
-	for _, o := range probe.Outcomes {
-		l.total.WithLabelValues(target, scenario, string(o))
-	}
-}
-
-func (l latencies) forget(target prometheus.Labels) {
-	for _, c := range []interface{ DeletePartialMatch(prometheus.Labels) int }{l.ttft, l.itl, l.decode, l.e2e, l.total} {
-		c.DeletePartialMatch(target)
-	}
-}
-
-// newHistogram makes a histogram with native buckets, and classic ones
-// unless nativeOnly or buckets is nil (with a native bucket factor, nil
-// means none).
-func newHistogram(name, help string, buckets []float64, nativeOnly bool) *prometheus.HistogramVec {
-	if nativeOnly {
-		buckets = nil
-	}
-	return prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name: name, Help: help, Buckets: buckets,
-		NativeHistogramBucketFactor:     1.1,
-		NativeHistogramMaxBucketNumber:  160,
-		NativeHistogramMinResetDuration: time.Hour,
-	}, []string{"target", "scenario"})
+// targetSeries is a target's own series.
+type targetSeries struct {
+	busy *value
 }
 
 // NewProbes creates and registers the probe metrics. nativeOnly leaves
 // the histograms' classic buckets out: the text exposition then carries their
 // sums and counts only, and Prometheus reads the buckets as native histograms.
 func NewProbes(reg prometheus.Registerer, nativeOnly bool) *Probes {
-	histogram := func(name, help string, buckets []float64) *prometheus.HistogramVec {
-		return newHistogram(name, help, buckets, nativeOnly)
+	ts := []string{"target", "scenario"}
+	tsr := []string{"target", "scenario", "result"}
+	p := &Probes{pairs: map[[2]string]*pair{}, targets: map[string]*targetSeries{},
+		total:      prometheus.NewDesc("headroom_probes_total", "Lone probes by result.", tsr, nil),
+		calibTotal: prometheus.NewDesc("headroom_calibration_probes_total", "Calibration bursts' probes by result.", tsr, nil),
+		bursts: prometheus.NewDesc("headroom_calibration_bursts_total",
+			"Calibration bursts sent: probes sent together to measure the burst curve.", ts, nil),
+		busy: prometheus.NewDesc("headroom_probe_busy_seconds_total",
+			"Time with a probe in flight, calibration bursts included: what probing costs the target.", []string{"target"}, nil),
+		inputTokens: prometheus.NewDesc("headroom_probe_input_tokens", "Prompt tokens of the last probe, as the server counted them.", ts, nil),
+		lastSuccess: prometheus.NewDesc("headroom_probe_last_success_timestamp_seconds", "Unix time of the last successful probe.", ts, nil),
 	}
-	results := func(name, help string) *prometheus.CounterVec {
-		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, []string{"target", "scenario", "result"})
+	hist := func(i int, name, help string, bounds []float64) {
+		if nativeOnly {
+			bounds = nil
+		}
+		p.hists[i] = family{desc: prometheus.NewDesc(name, help, ts, nil), bounds: slices.Clone(bounds)}
 	}
-	p := &Probes{
-		lone: latencies{
-			ttft:   histogram("headroom_probe_ttft_seconds", "Time from request sent to first content token, of lone probes.", LatencyBuckets),
-			itl:    histogram("headroom_probe_itl_seconds", "Mean inter-token latency of one lone probe: decode time / (output tokens - 1).", ITLBuckets),
-			decode: histogram("headroom_probe_decode_tokens_per_second", "Per-user decode speed of one lone probe, from the server's token count.", SpeedBuckets),
-			e2e:    histogram("headroom_probe_e2e_seconds", "Time from request sent to last token, of lone probes.", LatencyBuckets),
-			total:  results("headroom_probes_total", "Lone probes by result."),
-		},
-		prefill: histogram("headroom_probe_prefill_tokens_per_second", "Prompt tokens / TTFT.", append(SpeedBuckets, 20000, 50000, 100000)),
-		queue:   histogram("headroom_probe_queue_wait_seconds", "Server-side queue time during the probe, from the engine's metrics.", LatencyBuckets),
-		stall:   histogram("headroom_probe_stall_seconds", "Longest gap between two chunks of one probe.", StallBuckets),
-		inputTokens: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "headroom_probe_input_tokens", Help: "Prompt tokens of the last probe, as the server counted them.",
-		}, []string{"target", "scenario"}),
-		lastSuccess: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "headroom_probe_last_success_timestamp_seconds", Help: "Unix time of the last successful probe.",
-		}, []string{"target", "scenario"}),
-		busy: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "headroom_probe_busy_seconds_total", Help: "Time with a probe in flight, calibration bursts included: what probing costs the target.",
-		}, []string{"target"}),
-		bursts: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "headroom_calibration_bursts_total", Help: "Calibration bursts sent: probes sent together to measure the burst curve.",
-		}, []string{"target", "scenario"}),
-		// Only what the thresholds are set on, and native buckets only: a
-		// burst is a few probes at one moment, read as its mean (the
-		// classic _sum and _count), so a target and scenario cost 4 x 3
-		// classic series more, not the lone probes' 7 x 17-28.
-		calibration: latencies{
-			ttft:   histogram("headroom_calibration_ttft_seconds", "Time from request sent to first content token, of calibration bursts' probes.", nil),
-			itl:    histogram("headroom_calibration_itl_seconds", "Mean inter-token latency of one calibration burst's probe.", nil),
-			decode: histogram("headroom_calibration_decode_tokens_per_second", "Per-user decode speed of one calibration burst's probe.", nil),
-			e2e:    histogram("headroom_calibration_e2e_seconds", "Time from request sent to last token, of calibration bursts' probes.", nil),
-			total:  results("headroom_calibration_probes_total", "Calibration bursts' probes by result."),
-		},
-	}
-	reg.MustRegister(p.lone.collectors()...)
-	reg.MustRegister(p.prefill, p.queue, p.stall, p.inputTokens, p.lastSuccess, p.busy, p.bursts)
-	reg.MustRegister(p.calibration.collectors()...)
+	hist(ttft, "headroom_probe_ttft_seconds", "Time from request sent to first content token, of lone probes.", LatencyBuckets)
+	hist(itl, "headroom_probe_itl_seconds", "Mean inter-token latency of one lone probe: decode time / (output tokens - 1).", ITLBuckets)
+	hist(decode, "headroom_probe_decode_tokens_per_second", "Per-user decode speed of one lone probe, from the server's token count.", SpeedBuckets)
+	hist(e2e, "headroom_probe_e2e_seconds", "Time from request sent to last token, of lone probes.", LatencyBuckets)
+	hist(prefill, "headroom_probe_prefill_tokens_per_second", "Prompt tokens / TTFT.", append(slices.Clone(SpeedBuckets), 20000, 50000, 100000))
+	hist(queue, "headroom_probe_queue_wait_seconds", "Server-side queue time during the probe, from the engine's metrics.", LatencyBuckets)
+	hist(stall, "headroom_probe_stall_seconds", "Longest gap between two chunks of one probe.", StallBuckets)
+	// Only what the thresholds are set on, and native buckets only: a
+	// burst is a few probes at one moment, read as its mean (the classic
+	// _sum and _count), so a target and scenario cost 4 x 3 classic series
+	// more, not the lone probes' 7 x 17-28.
+	hist(calibTTFT, "headroom_calibration_ttft_seconds", "Time from request sent to first content token, of calibration bursts' probes.", nil)
+	hist(calibITL, "headroom_calibration_itl_seconds", "Mean inter-token latency of one calibration burst's probe.", nil)
+	hist(calibDecode, "headroom_calibration_decode_tokens_per_second", "Per-user decode speed of one calibration burst's probe.", nil)
+	hist(calibE2E, "headroom_calibration_e2e_seconds", "Time from request sent to last token, of calibration bursts' probes.", nil)
+	reg.MustRegister(p)
 	return p
 }
 
-// Init creates the series of a target and scenario at zero, so rates and
-// absent() work before the first probe; those of calibration bursts only
-// where the target may send them (calibrated), so that a target that never
-// bursts exports none.
+// labelPairs makes label pairs of name, value arguments, sorted by name
+// as the registry wants them: made once a series, as client_golang does.
+func labelPairs(nameValues ...string) []*dto.LabelPair {
+	out := make([]*dto.LabelPair, 0, len(nameValues)/2)
+	for i := 0; i < len(nameValues); i += 2 {
+		out = append(out, &dto.LabelPair{Name: &nameValues[i], Value: &nameValues[i+1]})
+	}
+	slices.SortFunc(out, func(a, b *dto.LabelPair) int { return strings.Compare(a.GetName(), b.GetName()) })
+	return out
+}
+
+// newValue makes a counter or gauge series. p.mu is held.
+func (p *Probes) newValue(desc *prometheus.Desc, typ dto.MetricType, labels []*dto.LabelPair) *value {
+	return &value{p: p, desc: desc, typ: typ, labels: labels, created: time.Now()}
+}
+
+// pairOf returns the series of a target and scenario, made if new. p.mu is held.
+func (p *Probes) pairOf(target, scenario string) *pair {
+	k := [2]string{target, scenario}
+	s, ok := p.pairs[k]
+	if !ok {
+		s = &pair{labels: labelPairs("target", target, "scenario", scenario)}
+		p.pairs[k] = s
+	}
+	return s
+}
+
+// targetOf returns a target's own series, made if new. p.mu is held.
+func (p *Probes) targetOf(target string) *targetSeries {
+	t, ok := p.targets[target]
+	if !ok {
+		t = &targetSeries{busy: p.newValue(p.busy, dto.MetricType_COUNTER, labelPairs("target", target))}
+		p.targets[target] = t
+	}
+	return t
+}
+
+// result returns the counter of a result of kind (0: lone, 1: calibration).
+// p.mu is held.
+func (p *Probes) result(s *pair, kind int, o probe.Outcome) *value {
+	if s.results[kind] == nil {
+		s.results[kind] = map[probe.Outcome]*value{}
+	}
+	c, ok := s.results[kind][o]
+	if !ok {
+		c = p.newValue([]*prometheus.Desc{p.total, p.calibTotal}[kind], dto.MetricType_COUNTER,
+			labelPairs("target", s.labels[1].GetValue(), "scenario", s.labels[0].GetValue(), "result", string(o)))
+		s.results[kind][o] = c
+	}
+	return c
+}
+
+// gauge sets a gauge of the pair, made if new. p.mu is held.
+func (p *Probes) gauge(g **value, desc *prometheus.Desc, labels []*dto.LabelPair, v float64) {
+	if *g == nil {
+		*g = p.newValue(desc, dto.MetricType_GAUGE, labels)
+	}
+	(*g).v = v
+}
+
+func (p *Probes) observe(s *pair, i int, v float64, now time.Time) {
+	if s.hists[i] == nil {
+		s.hists[i] = &histSeries{p: p, i: i, h: newHist(p.hists[i].bounds, now), labels: s.labels}
+	}
+	s.hists[i].h.observe(v, p.hists[i].bounds)
+}
+
+// latencies counts a probe's result of kind and, when it succeeded,
+// records its latencies in the kind's four histograms from first.
+func (p *Probes) latencies(s *pair, kind, first int, r probe.Result, now time.Time) {
+	p.result(s, kind, r.Outcome).v++
+	if r.Outcome != probe.Success {
+		return
+	}
+	p.observe(s, first+ttft, r.TTFT.Seconds(), now)
+	p.observe(s, first+e2e, r.E2E.Seconds(), now)
+	if r.CompletionTokens >= 2 {
+		p.observe(s, first+itl, r.ITL().Seconds(), now)
+		p.observe(s, first+decode, r.DecodeTPS(), now)
+	}
+}
+
+// Init creates, at zero, the series of a target and scenario that are read
+// before the first probe: headroom_probes_total{result="success"} (the
+// rules' ProbesStale counts a scenario probed for hours without one
+// success, and the failure ratio divides by its rate), the busy time, and
+// where the target may burst (calibrated) its bursts counter. Another
+// result appears with its first probe: each target and scenario had 15
+// more series of zeros (7 failure results, and 8 of calibration's), 75,000
+// at 1,000 targets and the default scenarios, which no rule reads before
+// they count something.
 func (p *Probes) Init(target, scenario string, calibrated bool) {
-	p.lone.init(target, scenario)
-	p.busy.WithLabelValues(target)
-	if calibrated {
-		p.bursts.WithLabelValues(target, scenario)
-		p.calibration.init(target, scenario)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := p.pairOf(target, scenario)
+	p.result(s, 0, probe.Success)
+	p.targetOf(target)
+	if calibrated && s.bursts == nil {
+		s.bursts = p.newValue(p.bursts, dto.MetricType_COUNTER, s.labels)
 	}
 }
 
@@ -156,21 +232,24 @@ func (p *Probes) Observe(target, scenario string, r probe.Result, queueWait time
 	if r.Outcome == probe.Canceled {
 		return
 	}
-	p.lone.observe(target, scenario, r)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := p.pairOf(target, scenario)
+	p.latencies(s, 0, ttft, r, now)
 	if r.PromptTokens > 0 {
-		p.inputTokens.WithLabelValues(target, scenario).Set(float64(r.PromptTokens))
+		p.gauge(&s.inputTokens, p.inputTokens, s.labels, float64(r.PromptTokens))
 	}
 	if r.Outcome != probe.Success {
 		return
 	}
-	p.stall.WithLabelValues(target, scenario).Observe(r.MaxGap.Seconds())
+	p.observe(s, stall, r.MaxGap.Seconds(), now)
 	if r.PromptTokens > 0 {
-		p.prefill.WithLabelValues(target, scenario).Observe(r.PrefillTPS())
+		p.observe(s, prefill, r.PrefillTPS(), now)
 	}
 	if queueWait >= 0 {
-		p.queue.WithLabelValues(target, scenario).Observe(queueWait.Seconds())
+		p.observe(s, queue, queueWait.Seconds(), now)
 	}
-	p.lastSuccess.WithLabelValues(target, scenario).Set(float64(now.UnixNano()) / 1e9)
+	p.gauge(&s.lastSuccess, p.lastSuccess, s.labels, float64(now.UnixNano())/1e9)
 }
 
 // ObserveCalibration records one probe of a calibration burst, apart from
@@ -179,54 +258,152 @@ func (p *Probes) ObserveCalibration(target, scenario string, r probe.Result) {
 	if r.Outcome == probe.Canceled {
 		return
 	}
-	p.calibration.observe(target, scenario, r)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.latencies(p.pairOf(target, scenario), 1, calibTTFT, r, time.Now())
 }
 
 // AddBurst counts a calibration burst of a target's scenario.
 func (p *Probes) AddBurst(target, scenario string) {
-	p.bursts.WithLabelValues(target, scenario).Inc()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := p.pairOf(target, scenario)
+	if s.bursts == nil {
+		s.bursts = p.newValue(p.bursts, dto.MetricType_COUNTER, s.labels)
+	}
+	s.bursts.v++
 }
 
 // AddBusy adds probe occupancy time to a target.
 func (p *Probes) AddBusy(target string, d time.Duration) {
-	p.busy.WithLabelValues(target).Add(d.Seconds())
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.targetOf(target).busy.v += d.Seconds()
 }
 
 // Forget drops every series of a target that left the configuration, or
 // with scenarios, only those of the scenarios it is no longer probed with.
 func (p *Probes) Forget(target string, scenarios ...string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
 	for _, s := range scenarios {
-		l := prometheus.Labels{"target": target, "scenario": s}
-		p.lone.forget(l)
-		p.calibration.forget(l)
-		for _, v := range []*prometheus.HistogramVec{p.prefill, p.queue, p.stall} {
-			v.DeletePartialMatch(l)
-		}
-		p.inputTokens.DeletePartialMatch(l)
-		p.lastSuccess.DeletePartialMatch(l)
-		p.bursts.DeletePartialMatch(l)
+		delete(p.pairs, [2]string{target, s})
 	}
 	if len(scenarios) > 0 {
 		return
 	}
-	l := prometheus.Labels{"target": target}
-	p.lone.forget(l)
-	p.calibration.forget(l)
-	for _, v := range []*prometheus.HistogramVec{p.prefill, p.queue, p.stall} {
-		v.DeletePartialMatch(l)
+	for k := range p.pairs {
+		if k[0] == target {
+			delete(p.pairs, k)
+		}
 	}
-	p.inputTokens.DeletePartialMatch(l)
-	p.lastSuccess.DeletePartialMatch(l)
-	p.busy.DeletePartialMatch(l)
-	p.bursts.DeletePartialMatch(l)
+	delete(p.targets, target)
 }
 
 // Busy is a target's probe busy time so far, as
 // headroom_probe_busy_seconds_total counts it.
 func (p *Probes) Busy(target string) time.Duration {
-	var m dto.Metric
-	if err := p.busy.WithLabelValues(target).Write(&m); err != nil {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	t, ok := p.targets[target]
+	if !ok {
 		return 0
 	}
-	return time.Duration(m.GetCounter().GetValue() * float64(time.Second))
+	return time.Duration(t.busy.v * float64(time.Second))
+}
+
+// Describe implements prometheus.Collector.
+func (p *Probes) Describe(ch chan<- *prometheus.Desc) {
+	for _, f := range p.hists {
+		ch <- f.desc
+	}
+	for _, d := range []*prometheus.Desc{p.total, p.calibTotal, p.bursts, p.busy, p.inputTokens, p.lastSuccess} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector: the series as they are now
+// (each reads its numbers as the registry writes it).
+func (p *Probes) Collect(ch chan<- prometheus.Metric) {
+	p.mu.Lock()
+	ms := make([]prometheus.Metric, 0, 20*len(p.pairs)+len(p.targets))
+	for _, s := range p.pairs {
+		for _, h := range s.hists {
+			if h != nil {
+				ms = append(ms, h)
+			}
+		}
+		for _, rs := range s.results {
+			for _, c := range rs {
+				ms = append(ms, c)
+			}
+		}
+		for _, v := range []*value{s.bursts, s.inputTokens, s.lastSuccess} {
+			if v != nil {
+				ms = append(ms, v)
+			}
+		}
+	}
+	for _, t := range p.targets {
+		ms = append(ms, t.busy)
+	}
+	// Sent once unlocked: the registry writes each as it receives it.
+	p.mu.Unlock()
+	for _, m := range ms {
+		ch <- m
+	}
+}
+
+// histSeries is one histogram series.
+type histSeries struct {
+	p      *Probes
+	i      int // its family
+	h      *hist
+	labels []*dto.LabelPair
+}
+
+func (m *histSeries) Desc() *prometheus.Desc { return m.p.hists[m.i].desc }
+
+func (m *histSeries) Write(out *dto.Metric) error {
+	m.p.mu.Lock()
+	defer m.p.mu.Unlock()
+	out.Label = m.labels
+	m.h.write(out, m.p.hists[m.i].bounds)
+	return nil
+}
+
+// value is a counter or gauge series.
+type value struct {
+	p       *Probes
+	desc    *prometheus.Desc
+	typ     dto.MetricType
+	labels  []*dto.LabelPair
+	created time.Time // a counter's, as client_golang's
+	v       float64
+}
+
+func (m *value) Desc() *prometheus.Desc { return m.desc }
+
+// valueOut is what Write allocates for a counter or gauge, in one piece.
+type valueOut struct {
+	counter dto.Counter
+	gauge   dto.Gauge
+	created timestamppb.Timestamp
+	v       float64
+}
+
+func (m *value) Write(out *dto.Metric) error {
+	m.p.mu.Lock()
+	o := &valueOut{v: m.v}
+	m.p.mu.Unlock()
+	out.Label = m.labels
+	if m.typ == dto.MetricType_GAUGE {
+		o.gauge.Value = &o.v
+		out.Gauge = &o.gauge
+		return nil
+	}
+	o.created.Seconds, o.created.Nanos = m.created.Unix(), int32(m.created.Nanosecond())
+	o.counter.Value, o.counter.CreatedTimestamp = &o.v, &o.created
+	out.Counter = &o.counter
+	return nil
 }

@@ -3,15 +3,50 @@ package collector
 import (
 	"errors"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/headroom-dev/headroom/probe"
 )
+
+// families gathers reg by name.
+func families(t *testing.T, reg *prometheus.Registry) map[string]*dto.MetricFamily {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]*dto.MetricFamily{}
+	for _, mf := range mfs {
+		out[mf.GetName()] = mf
+	}
+	return out
+}
+
+// sample is the value of a counter or gauge series of reg, with its labels
+// as name=value pairs sorted by name; NaN for none.
+func sample(t *testing.T, reg *prometheus.Registry, name string, labels ...string) float64 {
+	t.Helper()
+	for _, m := range families(t, reg)[name].GetMetric() {
+		var got []string
+		for _, l := range m.GetLabel() {
+			got = append(got, l.GetName()+"="+l.GetValue())
+		}
+		if slices.Equal(got, labels) {
+			if m.Counter != nil {
+				return m.GetCounter().GetValue()
+			}
+			return m.GetGauge().GetValue()
+		}
+	}
+	return math.NaN()
+}
 
 func TestObserveRecordsLatencyOnlyForSuccess(t *testing.T) {
 	reg := prometheus.NewRegistry()
@@ -25,7 +60,7 @@ func TestObserveRecordsLatencyOnlyForSuccess(t *testing.T) {
 	}
 	p.Observe("a", "s", probe.Result{Outcome: probe.Canceled}, -1, time.Unix(3000, 0))
 
-	if n := testutil.CollectAndCount(p.lone.ttft); n != 1 {
+	if n := len(families(t, reg)["headroom_probe_ttft_seconds"].GetMetric()); n != 1 {
 		t.Fatalf("%d ttft series", n)
 	}
 	count := func(name string) uint64 {
@@ -46,13 +81,13 @@ func TestObserveRecordsLatencyOnlyForSuccess(t *testing.T) {
 			t.Errorf("%s has %d samples, want 1: failed probes must not record latency", h, c)
 		}
 	}
-	if got := testutil.ToFloat64(p.lone.total.WithLabelValues("a", "s", "timeout")); got != 1 {
+	if got := sample(t, reg, "headroom_probes_total", "result=timeout", "scenario=s", "target=a"); got != 1 {
 		t.Errorf("timeout count %v", got)
 	}
-	if got := testutil.ToFloat64(p.lastSuccess.WithLabelValues("a", "s")); got != 1000 {
+	if got := sample(t, reg, "headroom_probe_last_success_timestamp_seconds", "scenario=s", "target=a"); got != 1000 {
 		t.Errorf("last success %v, want 1000 (a failure must not move it)", got)
 	}
-	if err := testutil.CollectAndCompare(p.lone.total, strings.NewReader(`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(`
 # HELP headroom_probes_total Lone probes by result.
 # TYPE headroom_probes_total counter
 headroom_probes_total{result="connect_error",scenario="s",target="a"} 1
@@ -63,12 +98,12 @@ headroom_probes_total{result="stream_error",scenario="s",target="a"} 1
 headroom_probes_total{result="success",scenario="s",target="a"} 1
 headroom_probes_total{result="timeout",scenario="s",target="a"} 1
 headroom_probes_total{result="usage_mismatch",scenario="s",target="a"} 1
-`)); err != nil {
+`), "headroom_probes_total"); err != nil {
 		t.Error(err)
 	}
 	p.Forget("a")
-	if n := testutil.CollectAndCount(p.lone.total); n != 0 {
-		t.Errorf("%d series left after Forget", n)
+	if n, err := testutil.GatherAndCount(reg); err != nil || n != 0 {
+		t.Errorf("%d series left after Forget (%v)", n, err)
 	}
 }
 
@@ -92,11 +127,7 @@ func TestObserveCalibrationKeepsBurstsApart(t *testing.T) {
 	p.ObserveCalibration("a", "s", probe.Result{Outcome: probe.Canceled})
 
 	sum := func(name string) (count uint64, sum float64) {
-		mfs, err := reg.Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, mf := range mfs {
+		for _, mf := range families(t, reg) {
 			if mf.GetName() == name {
 				h := mf.GetMetric()[0].GetHistogram()
 				// Classic buckets on the lone probes' alone (operations.md's cardinality).
@@ -128,27 +159,35 @@ func TestObserveCalibrationKeepsBurstsApart(t *testing.T) {
 			t.Errorf("%s: %d samples, want the burst's 3", name, c)
 		}
 	}
-	if got := testutil.ToFloat64(p.lone.total.WithLabelValues("a", "s", "success")); got != 1 {
+	if got := sample(t, reg, "headroom_probes_total", "result=success", "scenario=s", "target=a"); got != 1 {
 		t.Errorf("headroom_probes_total success %v, want the lone probe's 1", got)
 	}
-	if got := testutil.ToFloat64(p.lone.total.WithLabelValues("a", "s", "timeout")); got != 0 {
-		t.Errorf("headroom_probes_total timeout %v, want 0: the burst's timeout is calibration's", got)
+	if got := sample(t, reg, "headroom_probes_total", "result=timeout", "scenario=s", "target=a"); !math.IsNaN(got) {
+		t.Errorf("headroom_probes_total timeout %v, want none: the burst's timeout is calibration's", got)
 	}
 	for result, want := range map[string]float64{"success": 3, "timeout": 1} {
-		if got := testutil.ToFloat64(p.calibration.total.WithLabelValues("a", "s", result)); got != want {
+		if got := sample(t, reg, "headroom_calibration_probes_total", "result="+result, "scenario=s", "target=a"); got != want {
 			t.Errorf("headroom_calibration_probes_total %s %v, want %v", result, got, want)
 		}
 	}
-	// Only a target that may burst has calibration series before its first.
-	if n := testutil.CollectAndCount(p.calibration.total); n != len(probe.Outcomes) {
-		t.Errorf("%d headroom_calibration_probes_total series, want a's %d", n, len(probe.Outcomes))
-	}
-	if n := testutil.CollectAndCount(p.bursts); n != 1 {
-		t.Errorf("%d headroom_calibration_bursts_total series, want a's 1", n)
+	// Only a target that may burst has a bursts counter before its first;
+	// results are series once they happen, a lone probe's success from
+	// the start.
+	mfs := families(t, reg)
+	for name, want := range map[string]int{"headroom_calibration_probes_total": 2, "headroom_calibration_bursts_total": 1, "headroom_probes_total": 2} {
+		if n := len(mfs[name].GetMetric()); n != want {
+			t.Errorf("%d %s series, want %d", n, name, want)
+		}
 	}
 	p.Forget("a")
-	if n := testutil.CollectAndCount(p.calibration.total) + testutil.CollectAndCount(p.calibration.ttft); n != 0 {
-		t.Errorf("%d calibration series left after Forget", n)
+	for name, mf := range families(t, reg) {
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "target" && l.GetValue() == "a" {
+					t.Errorf("%s of a left after Forget", name)
+				}
+			}
+		}
 	}
 }
 
@@ -157,11 +196,7 @@ func TestNativeOnlyHistograms(t *testing.T) {
 		reg := prometheus.NewRegistry()
 		p := NewProbes(reg, nativeOnly)
 		p.Observe("a", "s", probe.Result{Outcome: probe.Success, TTFT: 300 * time.Millisecond, E2E: 2 * time.Second}, -1, time.Unix(1000, 0))
-		mfs, err := reg.Gather()
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, mf := range mfs {
+		for _, mf := range families(t, reg) {
 			if mf.GetName() != "headroom_probe_ttft_seconds" {
 				continue
 			}

@@ -3,7 +3,8 @@
 # scenarios and 5 use cases, against `headroom sim serve --fleet N` on
 # loopback (each target a simulated engine of its own, found through
 # http_sd). After DURATION it prints the daemon's RSS, goroutines, CPU,
-# probes, and its /metrics page's size and scrape time in each format.
+# probes, and its /metrics page's size, scrape time in each format and what
+# one scrape allocates.
 # HISTOGRAMS=native sets probe_histograms: native. TIME_SCALE (default 1)
 # runs the simulated engines faster: long-context probes finish sooner, so
 # every target's every scenario has been probed (and has its histograms)
@@ -15,6 +16,9 @@ n=${1:-1000} duration=${2:-10m}
 dir=$(mktemp -d)
 go build -o "$dir/headroom" ./cmd/headroom
 "$dir/headroom" sim serve --fleet "$n" --time-scale "${TIME_SCALE:-1}" --listen 127.0.0.1:18960 --log.level warn >"$dir/sim.log" 2>&1 & simpid=$!
+# The daemon starts once the list answers: its first http_sd refresh would
+# fail, and the next comes a minute later.
+for _ in $(seq 100); do curl -sf -o /dev/null 127.0.0.1:18960/targets && break; sleep 0.1; done
 cat >"$dir/headroom.yml" <<YML
 discovery:
   - http_sd_configs: [{url: "http://127.0.0.1:18960/targets"}]
@@ -35,6 +39,11 @@ kill -STOP $simpid
 sleep 3
 m=$dir/metrics.txt
 curl -s -o "$m" -w '%{time_total}' 127.0.0.1:18961/metrics >"$dir/t_text"
+# What one scrape of the text page allocates: the daemon's allocation
+# counter as the next scrape reads it, less its own reading on this page
+# (the fleet is stopped: little else runs meanwhile).
+alloc0=$(awk '$1 == "go_memstats_alloc_bytes_total" {print $2}' "$m")
+alloc1=$(curl -s 127.0.0.1:18961/metrics | awk '$1 == "go_memstats_alloc_bytes_total" {print $2}')
 curl -s -H 'Accept: application/openmetrics-text;version=1.0.0' -o "$dir/om.txt" -w '%{time_total}' 127.0.0.1:18961/metrics >"$dir/t_om"
 curl -s -H 'Accept: application/vnd.google.protobuf;proto=io.prometheus.client.MetricFamily;encoding=delimited' -o "$dir/pb" -w '%{time_total}' 127.0.0.1:18961/metrics >"$dir/t_pb"
 curl -s -H 'Accept-Encoding: gzip' -o "$dir/gz" 127.0.0.1:18961/metrics
@@ -52,6 +61,8 @@ echo "CPU:                   ${cpu} s ($(awk -v c="$cpu" -v p="$probes" 'BEGIN {
 echo "simulator CPU:         $(awk '{printf "%.0f s", ($14 + $15) / 100}' /proc/$simpid/stat)"
 echo "/metrics series:       $(grep -vc '^#' "$m")"
 echo "/metrics text:         $(wc -c <"$m" | awk '{printf "%.1f MB", $1 / 1048576}') in $(cat "$dir/t_text") s"
+echo "/metrics text scrape:  $(awk -v a="$alloc0" -v b="$alloc1" 'BEGIN {printf "%.1f MB allocated", (b - a) / 1048576}')"
+echo "heap in use:           $(val go_memstats_heap_inuse_bytes | awk '{printf "%.0f MB", $1 / 1048576}')"
 echo "/metrics OpenMetrics:  $(wc -c <"$dir/om.txt" | awk '{printf "%.1f MB", $1 / 1048576}') in $(cat "$dir/t_om") s"
 echo "/metrics protobuf:     $(wc -c <"$dir/pb" | awk '{printf "%.1f MB", $1 / 1048576}') in $(cat "$dir/t_pb") s"
 echo "/metrics text, gzip:   $(wc -c <"$dir/gz" | awk '{printf "%.1f MB", $1 / 1048576}')"

@@ -118,7 +118,8 @@ func TestReloadChangingInFlightCap(t *testing.T) {
 
 // TestServeReadsLoadAndPower points the daemon at the simulator carrying
 // stepped background load and reading GPU power from its DCGM-shaped
-// metrics.
+// metrics. Without calibration: its decisions, a fit of the capacity
+// model before each probe, were most of the test's time.
 func TestServeReadsLoadAndPower(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
@@ -135,6 +136,7 @@ power:
   source: dcgm
   dcgm_url: %s/metrics
 engine_scrape_interval: 100ms
+calibration: {enabled: false}
 scenarios:
   - {name: s, input_tokens: 256, output_tokens: 8, interval: 1s}
 use_cases:
@@ -146,12 +148,14 @@ use_cases:
 		// Each step holds a minute, and the users of a step arrive within
 		// 30 s of it (sim's arrival spread): the load is high within 90 s,
 		// low again within 120 s, and both have been seen within 130 s.
-		waitFor(t, "load rising and falling with the background steps", 130*time.Second, func() bool {
+		// Read every 5 s: each scrape evaluates the capacity model again,
+		// most of the test's time at 10 a second.
+		waitEvery(t, "load rising and falling with the background steps", 130*time.Second, 5*time.Second, func() bool {
 			v, ok := d.scrape()[running]
 			rose = rose || ok && v >= 5
 			return rose && ok && v <= 1
 		})
-		waitFor(t, "GPU power and energy per token", 10*time.Second, func() bool {
+		waitEvery(t, "GPU power and energy per token", 10*time.Second, 5*time.Second, func() bool {
 			m := d.scrape()
 			w := m[`headroom_gpu_power_watts{gpu=0,target=sim,uuid=GPU-5a1e0000-0000-4000-8000-000000000000}`]
 			jpt, ok := m[`headroom_energy_joules_per_token{target=sim}`]

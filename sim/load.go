@@ -81,6 +81,45 @@ func pick(r *rand.Rand, mix []Shape) Shape {
 // decides how many users are active; each sends a request from mix, waits for
 // it to finish and sends the next while its slot is still wanted.
 func (s *Server) RunLoad(ctx context.Context, pattern Pattern, mix []Shape, seed uint64) {
+	s.RunLoadObserved(ctx, pattern, mix, seed, nil)
+}
+
+// Request is what one background user's request got, in virtual seconds
+// since the server started: the latencies its user saw, which the engine's
+// own histograms mix with every other client's (a prober's included).
+type Request struct {
+	Submitted, FirstToken, Finished float64
+	Prompt, Tokens                  int // prompt tokens, tokens generated
+}
+
+// TTFT is the time to its first token.
+func (r Request) TTFT() float64 { return r.FirstToken - r.Submitted }
+
+// E2E is the time to its end.
+func (r Request) E2E() float64 { return r.Finished - r.Submitted }
+
+// ITL is its mean inter-token latency: the decode's time over the gaps
+// between its tokens, 0 with fewer than two (probe.Result's definition).
+func (r Request) ITL() float64 {
+	if r.Tokens < 2 {
+		return 0
+	}
+	return (r.Finished - r.FirstToken) / float64(r.Tokens-1)
+}
+
+// DecodeTPS is its decode speed, 1/ITL (0 with fewer than two tokens).
+func (r Request) DecodeTPS() float64 {
+	if r.Tokens < 2 || r.Finished <= r.FirstToken {
+		return 0
+	}
+	return float64(r.Tokens-1) / (r.Finished - r.FirstToken)
+}
+
+// RunLoadObserved is RunLoad that calls observe (when not nil), from the
+// users' goroutines, with each request that finished: production's own
+// latencies, as its users measured them. A request abandoned when its user
+// left is not observed.
+func (s *Server) RunLoadObserved(ctx context.Context, pattern Pattern, mix []Shape, seed uint64, observe func(Request)) {
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	active := map[int]context.CancelFunc{}
@@ -92,7 +131,7 @@ func (s *Server) RunLoad(ctx context.Context, pattern Pattern, mix []Shape, seed
 			uctx, cancel := context.WithCancel(ctx)
 			active[i] = cancel
 			r := rand.New(rand.NewPCG(seed, uint64(i)))
-			wg.Go(func() { s.user(uctx, r, mix) })
+			wg.Go(func() { s.user(uctx, r, mix, observe) })
 		}
 		for i := len(active) - 1; i >= want; i-- {
 			active[i]() // the user leaves, abandoning its request
@@ -112,7 +151,7 @@ func (s *Server) RunLoad(ctx context.Context, pattern Pattern, mix []Shape, seed
 // lock-step waves that no server meets.
 const arrivalSpread = 30.0
 
-func (s *Server) user(ctx context.Context, r *rand.Rand, mix []Shape) {
+func (s *Server) user(ctx context.Context, r *rand.Rand, mix []Shape, observe func(Request)) {
 	t := time.NewTimer(time.Duration(r.Float64() * arrivalSpread / s.scale * float64(time.Second)))
 	defer t.Stop()
 	select {
@@ -126,6 +165,8 @@ func (s *Server) user(ctx context.Context, r *rand.Rand, mix []Shape) {
 		if err != nil {
 			return
 		}
-		s.wait(ctx, id, lr, nil)
+		if s.wait(ctx, id, lr, nil) && observe != nil {
+			observe(Request{Submitted: lr.submitted, FirstToken: lr.first, Finished: lr.end, Prompt: sh.Context, Tokens: lr.tokens})
+		}
 	}
 }

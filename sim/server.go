@@ -44,6 +44,11 @@ type liveReq struct {
 	events    chan event
 	submitted float64
 	last      float64
+	// first and end are when its first token and its end came, virtual
+	// seconds; tokens how many it got. Written by Run before it sends the
+	// Finished event, read by the waiter after it.
+	first, end float64
+	tokens     int
 	// quiet: only its end is delivered. A background user reads nothing
 	// of its stream, and waking it at every step would cost more than the
 	// engine does.
@@ -136,12 +141,15 @@ func (s *Server) Run(ctx context.Context) {
 			observed = append(observed, observation{s.queue, t})
 			return
 		case FirstToken:
-			lr.last = t
+			lr.last, lr.first = t, t
+			lr.tokens++
 			observed = append(observed, observation{s.ttft, t - lr.submitted})
 		case Token:
 			observed = append(observed, observation{s.itl, t - lr.last})
 			lr.last = t
+			lr.tokens++
 		case Finished:
+			lr.end = t
 			delete(s.live, id)
 		}
 		if lr.quiet && k != Finished {
@@ -406,13 +414,13 @@ func (s *Server) completions(api string) http.HandlerFunc {
 // Tokens already waiting are delivered together, as one chunk, the way vLLM
 // merges the tokens of several steps when its client falls behind: a
 // time-scaled simulator would otherwise owe one write per token per step.
-func (s *Server) wait(ctx context.Context, id int64, lr *liveReq, each func(tokens int)) {
+func (s *Server) wait(ctx context.Context, id int64, lr *liveReq, each func(tokens int)) (finished bool) {
 	for {
 		var ev event
 		select {
 		case <-ctx.Done():
 			s.cancel(id)
-			return
+			return false
 		case ev = <-lr.events:
 		}
 		tokens := 0
@@ -427,7 +435,7 @@ func (s *Server) wait(ctx context.Context, id int64, lr *liveReq, each func(toke
 				tokens++
 			case Finished:
 				deliver()
-				return
+				return true
 			}
 			select {
 			case ev = <-lr.events:

@@ -187,13 +187,15 @@ func TestPrefillSharesTheDecodeSteps(t *testing.T) {
 }
 
 // Mechanism 1 of issue 36: decode speed falls as 1/(a + b·n), so a straight
-// line in tokens/s crosses far too early. The model is linear in the ITL.
+// line in tokens/s crosses far too early (at 2.85 requests on points
+// (1, 254) and (2, 125)). The model is linear in the ITL. The bursts reach
+// past half the truth, so the data place it: a bound would not do.
 func TestDecodeSpeedIsLinearInTheITL(t *testing.T) {
 	l := server{ttft: func(q, r float64) float64 { return 0.1 }, itl: func(b, a float64) float64 { return 1/254.0 + (1/125.0-1/254.0)*(b-1)/8 }}
-	u := UseCase{Name: "u", Statistic: "mean", DecodeMin: 15}
-	want := 1 + 8*(1/15.0-1/254.0)/(1/125.0-1/254.0)
-	e := Evaluate("a", u, window(l, loads(20, 1, 3), []int{16, 32}, 0.02, 2), 1, 0)
-	if math.Abs(e.Capacity-want) > 0.15*want {
+	u := UseCase{Name: "u", Statistic: "mean", DecodeMin: 20, OutputTokens: 128}
+	want := 1 + 8*(1/20.0-1/254.0)/(1/125.0-1/254.0)
+	e := Evaluate("a", u, window(l, loads(20, 1, 3), []int{16, 32, 64}, 0.02, 2), 1, 0)
+	if !(math.Abs(e.Capacity-want) <= 0.15*want) { // NaN (a bound) fails too
 		t.Errorf("capacity %.2f, want %.2f (%s)", e.Capacity, want, e.Why)
 	}
 }
@@ -265,7 +267,7 @@ func TestOutliersDoNotMoveTheFit(t *testing.T) {
 		ps[i].TTFT *= 10
 	}
 	dirty := Evaluate("a", u, ps, 1, 0)
-	if math.Abs(dirty.Capacity-clean.Capacity) > 0.1*clean.Capacity {
+	if !(math.Abs(dirty.Capacity-clean.Capacity) <= 0.1*clean.Capacity) {
 		t.Errorf("capacity %.2f with outliers, %.2f without", dirty.Capacity, clean.Capacity)
 	}
 }

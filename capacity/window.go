@@ -74,6 +74,15 @@ func (r *series) add(p Point, keep time.Duration) {
 			r.points = slices.Clip(slices.Clone(r.points))
 		}
 	}
+	if len(r.points) == cap(r.points) {
+		// Grown by an eighth, not by append's double: a series in its
+		// steady state holds about its window's points, and the first time
+		// schedule jitter puts one more in it would double it for good, at
+		// every target at once (a step of a third in a fleet's heap).
+		grown := make([]Point, len(r.points), len(r.points)+max(8, len(r.points)/8))
+		copy(grown, r.points)
+		r.points = grown
+	}
 	r.points = append(r.points, p)
 }
 

@@ -170,6 +170,10 @@ type part struct {
 	fit   linearFit
 	ok    bool
 	reach float64 // the most requests together the data hold
+	// wide is the fit with a term the data could not tell from noise
+	// still in it (the bend): not telling it from zero is not knowing it
+	// is zero, so the pessimistic bound is taken from this fit as well.
+	wide *linearFit
 }
 
 // ttftPart fits TTFT = τ0 + τq·(q−1) + τr·r: τq per prompt prefilled
@@ -203,8 +207,11 @@ func itlPart(os []obs, pr Prior) part {
 	}
 	p.fitTo(x, y, pr.ITL, pr)
 	if p.ok && p.fit.used[curved] && p.fit.beta[curved] < z*math.Sqrt(p.fit.cov[curved][curved]) {
-		// A bend the data cannot tell from noise is left out: with it, a
-		// line's noise would bend the extrapolation either way.
+		// A bend the data cannot tell from noise is left out of the
+		// estimate: with it, a line's noise would bend the extrapolation
+		// either way. The lower bound still allows for it (wide).
+		wide := p.fit
+		p.wide = &wide
 		for _, r := range x {
 			r[curved] = 0
 		}
@@ -492,6 +499,9 @@ func fit(slos []SLO, os []obs, stat string, shape twin, pr Prior) *fitted {
 		sf.placed = sf.est <= Reach*reach
 		at := math.Min(sf.est, float64(far))
 		lo := shifted(ttft, itl, shape, z).limit(*s, 4*far)
+		if itl.wide != nil && s.Name != "ttft_seconds" {
+			lo = math.Min(lo, (&cells{tw: shape.with(shift(ttft.fit, z), shift(*itl.wide, z))}).limit(*s, 4*far))
+		}
 		hi := shifted(ttft, itl, shape, -z).limit(*s, 4*far)
 		// A closed loop is not monotone in every cost: a quicker decode
 		// brings the second round back while the first still queues for

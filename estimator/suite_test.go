@@ -171,10 +171,14 @@ func TestGeneralizationSuite(t *testing.T) {
 }
 
 // The suite's floors (see TestGeneralizationSuite); issue 36 asks for 405
-// within, 428 inside and none off 2x (HEADROOM_SUITE_ASSERT=1).
+// within, 428 inside and none off 2x (HEADROOM_SUITE_ASSERT=1). Two runs
+// of one commit gave the same totals, but a change outside the model (the
+// daemon's move into internal/daemon) moved them by 3 to 6: the floors sit
+// that far below the run (282, 340, 23 with the lower bound that allows an
+// unproven bend; docs/capacity.md).
 const (
-	suiteWithin = 280
-	suiteInside = 310
+	suiteWithin = 276
+	suiteInside = 330
 	suiteOff2x  = 27
 )
 

@@ -6,6 +6,7 @@ package estimator
 
 import (
 	"math"
+	"reflect"
 	"slices"
 	"sync"
 	"time"
@@ -29,12 +30,16 @@ type Estimator struct {
 	// summary line asks without a reading, and the fit it would redo with
 	// none is the one kept for the last (capacity.Memo).
 	kv map[string]float64
+	// targets are the configured targets' specs and cached estimates
+	// (cache.go).
+	targets map[string]*tstate
 }
 
 // New returns an estimator for cfg and its bench seeds.
 func New(cfg *config.Config, seeds Seeds) *Estimator {
 	e := &Estimator{store: capacity.NewStore(), memo: capacity.NewMemo(), cfg: cfg, seeds: seeds, kv: map[string]float64{}}
 	e.store.Keep(longestCurve(cfg))
+	e.targets = e.specs(cfg, seeds)
 	return e
 }
 
@@ -48,9 +53,26 @@ func longestCurve(cfg *config.Config) time.Duration {
 	return d
 }
 
+// specs are cfg's targets' specs, each target's cache kept where its spec
+// is unchanged (e.mu held, or e not yet shared).
+func (e *Estimator) specs(cfg *config.Config, seeds Seeds) map[string]*tstate {
+	out := make(map[string]*tstate, len(cfg.Targets))
+	for _, t := range cfg.Targets {
+		s := specOf(cfg, seeds, t)
+		if old := e.targets[t.Name]; old != nil && reflect.DeepEqual(old.spec, s) {
+			out[t.Name] = old
+			continue
+		}
+		out[t.Name] = &tstate{spec: s}
+	}
+	return out
+}
+
 // Configure applies a reloaded configuration; the points of targets it no
 // longer names, and of scenarios a target is no longer probed with, are
-// forgotten.
+// forgotten. The cached estimates of a target whose use cases, scenarios
+// and seed are unchanged are kept (cache.go): a fleet's discovery updates
+// reconfigure every target.
 func (e *Estimator) Configure(cfg *config.Config, seeds Seeds) {
 	// Sets, not searches: a fleet's discovery updates reconfigure a
 	// thousand targets, each once a minute.
@@ -65,6 +87,7 @@ func (e *Estimator) Configure(cfg *config.Config, seeds Seeds) {
 	e.mu.Lock()
 	old := e.cfg
 	e.cfg, e.seeds = cfg, seeds
+	e.targets = e.specs(cfg, seeds)
 	for _, t := range old.Targets {
 		if !names[t.Name] {
 			delete(e.kv, t.Name)
@@ -91,6 +114,7 @@ func (e *Estimator) Record(s monitor.Sample) {
 	res := s.Result
 	e.store.Add(s.Target, s.Scenario, capacity.Point{Time: s.Time, Load: s.Load, InFlight: s.InFlight, Sent: s.Sent, TTFT: res.TTFT.Seconds(), E2E: res.E2E.Seconds(),
 		ITL: res.ITL().Seconds(), Decode: res.DecodeTPS(), Burst: s.Burst, Level: s.Level, Aftermath: s.Aftermath})
+	e.changed(s.Target)
 }
 
 // Decoded implements monitor.Recorder. The engine's own decode readings mix
@@ -108,22 +132,17 @@ func (e *Estimator) Decoded(string, monitor.Decode) {}
 // cheap burst, left a 64K one with no burst in the hour. first: the burst
 // is for a use case with no capacity to go by.
 func (e *Estimator) Burst(target string, load engine.Load, maxBurst int) (scenario string, n int, first bool) {
-	cfg, seeds := e.state()
-	now := time.Now()
-	scenarios := map[string]config.Scenario{}
-	for _, s := range cfg.Scenarios {
-		scenarios[s.Name] = s
-	}
+	cfg, _ := e.state()
 	best, bestRank := math.Inf(1), 3
-	us := useCasesOf(cfg, target)
-	for i, est := range e.estimates(cfg, seeds, target, us, load, now) {
-		u := us[i]
+	s, ests := e.estimates(target, load.InFlight(), load.Waiting, load.KVTokens, time.Now())
+	for i, est := range ests {
+		u := s.us[i]
 		k := capacity.Burst(est, load.InFlight(), load.Waiting, min(maxBurst, affordable(est.Points, cfg.ProbeBudget, u.Window)))
 		if k < 2 {
 			continue
 		}
 		rank := burstRank(est)
-		cost := float64(k * scenarios[u.Scenario].InputTokens)
+		cost := float64(k * s.cus[i].InputTokens)
 		if rank < bestRank || rank == bestRank && cost < best {
 			scenario, n, best, bestRank = u.Scenario, k, cost, rank
 		}
@@ -177,9 +196,12 @@ func (e *Estimator) UseCases() []capacity.UseCase {
 
 // Estimates evaluates every target and use case of the configuration at
 // now: each target's load is its engine's reading (NaN while its metrics
-// are down), and each estimate says when its scenario is probed next.
+// are down), and each estimate says when its scenario is probed next. What
+// has not changed since the last question is read from the cache
+// (cache.go). The estimates' slices are shared: read them, never change
+// them.
 func (e *Estimator) Estimates(status []collector.TargetStatus, now time.Time) []capacity.Estimate {
-	cfg, seeds := e.state()
+	cfg, _ := e.state()
 	byName := map[string]collector.TargetStatus{}
 	for _, s := range status {
 		byName[s.Name] = s
@@ -191,7 +213,8 @@ func (e *Estimator) Estimates(status []collector.TargetStatus, now time.Time) []
 		if ok && s.Up {
 			load = s.Load
 		}
-		for _, est := range e.estimates(cfg, seeds, t.Name, useCasesOf(cfg, t.Name), load, now) {
+		_, ests := e.estimates(t.Name, load.InFlight(), load.Waiting, load.KVTokens, now)
+		for _, est := range ests {
 			est.NextProbe = s.Next[est.Scenario]
 			out = append(out, est)
 		}
@@ -199,67 +222,16 @@ func (e *Estimator) Estimates(status []collector.TargetStatus, now time.Time) []
 	return out
 }
 
-// estimates evaluates a target's use cases together: each one's laws take
-// what the others' data say of their slopes as a prior (capacity.Pool), so
-// that a burst of a cheap short prompt informs a long one's capacity
-// before its own costly bursts come.
-func (e *Estimator) estimates(cfg *config.Config, seeds Seeds, target string, us []config.UseCase, load engine.Load, now time.Time) []capacity.Estimate {
-	cus := make([]capacity.UseCase, len(us))
-	points := make([][]capacity.Point, len(us))
-	ratios := make([]capacity.Slopes, len(us))
-	e.mu.Lock()
-	if load.KVTokens > 0 {
-		e.kv[target] = load.KVTokens
-	}
-	kv := e.kv[target]
-	e.mu.Unlock()
-	for i, u := range us {
-		cus[i] = useCase(u)
-		cus[i].KVTokens = kv
-		for _, s := range cfg.Scenarios {
-			if s.Name == u.Scenario {
-				cus[i].InputTokens = s.InputTokens
-			}
-		}
-		cus[i].Recent = now.Add(-u.Window)
-		points[i] = e.store.Window(target, u.Scenario, now.Add(-u.CurveWindow))
-		ratios[i] = capacity.Ratios(append(slices.Clone(seeds[target][u.Scenario]), points[i]...))
-	}
-	out := make([]capacity.Estimate, len(us))
-	for i := range us {
-		cus[i].Prior = capacity.Pool(slices.Delete(slices.Clone(ratios), i, i+1))
-		out[i] = e.memo.Seeded(target, cus[i], points[i], seeds[target][us[i].Scenario], load.InFlight(), load.Waiting)
-	}
-	return out
-}
-
 // Known implements monitor.Recorder: how many of the use cases have a
 // capacity on the target now, of how many.
 func (e *Estimator) Known(target string) (known, total int) {
-	cfg, seeds := e.state()
-	now := time.Now()
-	us := useCasesOf(cfg, target)
-	for _, est := range e.estimates(cfg, seeds, target, us, engine.Load{Running: math.NaN(), Waiting: math.NaN(), KVTokens: math.NaN()}, now) {
+	_, ests := e.estimates(target, math.NaN(), math.NaN(), math.NaN(), time.Now())
+	for _, est := range ests {
 		if !math.IsNaN(est.Capacity) {
 			known++
 		}
 	}
-	return known, len(us)
-}
-
-// useCasesOf lists the use cases whose scenario the target is probed with.
-func useCasesOf(cfg *config.Config, target string) []config.UseCase {
-	i := slices.IndexFunc(cfg.Targets, func(t config.Target) bool { return t.Name == target })
-	if i < 0 {
-		return nil
-	}
-	var out []config.UseCase
-	for _, u := range cfg.UseCases {
-		if cfg.Targets[i].Probes(u.Scenario) {
-			out = append(out, u)
-		}
-	}
-	return out
+	return known, len(ests)
 }
 
 // Reset implements monitor.Recorder: the target's server restarted or
@@ -270,6 +242,7 @@ func (e *Estimator) Reset(target string) {
 	e.mu.Lock()
 	delete(e.kv, target)
 	e.mu.Unlock()
+	e.changed(target)
 }
 
 func useCase(u config.UseCase) capacity.UseCase {

@@ -1,0 +1,184 @@
+package estimator
+
+import (
+	"math"
+	"slices"
+	"time"
+
+	"github.com/headroom-dev/headroom/capacity"
+	"github.com/headroom-dev/headroom/config"
+)
+
+// The estimates are cached per target, so that a /metrics scrape, the
+// status page and the calibrator's question before each probe read what
+// the last change computed, instead of fitting every target's use cases
+// again at each of them: at 1,000 targets, the fits' inputs (each use
+// case's window copied, the laws each gives the others as a prior) were a
+// scrape's 117 MB allocated (docs/operations.md, "A fleet"). A cached
+// estimate is exactly what a fresh evaluation would return at the same
+// moment: a target's are recomputed
+//
+//   - when its points change: a probe recorded (Record), the target reset
+//     (Reset), its use cases, scenarios or seed changed by a reload or a
+//     discovery update (Configure);
+//   - when one of its points leaves a use case's window or curve window
+//     by age: the inputs hold until the first moment one does (inputs.last);
+//   - when its KV cache reading changes (it bounds the fitted capacity);
+//   - when asked at a time before the one they were read at;
+//   - and, for the free requests, ratio and margins, which answer to the
+//     load, whenever the engine's load reading differs from the one they
+//     were read at: the fits, windows and priors are then kept, and only
+//     the reading at the load is redone.
+
+// tstate is a configured target's cache. Configure replaces it when the
+// target's spec changes, and drops it with the target: a computation that
+// began before finds another tstate, or another gen, and keeps nothing.
+type tstate struct {
+	spec  spec
+	gen   uint64 // bumped whenever the target's points change
+	entry *entry
+}
+
+// spec is what a target's estimates rest on in the configuration: its use
+// cases (those whose scenario it is probed with), as the model takes them,
+// and their bench seeds.
+type spec struct {
+	us    []config.UseCase
+	cus   []capacity.UseCase // without Recent, KVTokens and Prior, which the points and load set
+	seeds [][]capacity.Point
+}
+
+func specOf(cfg *config.Config, seeds Seeds, t config.Target) spec {
+	var s spec
+	for _, u := range cfg.UseCases {
+		if !t.Probes(u.Scenario) {
+			continue
+		}
+		cu := useCase(u)
+		for _, sc := range cfg.Scenarios {
+			if sc.Name == u.Scenario {
+				cu.InputTokens = sc.InputTokens
+			}
+		}
+		s.us, s.cus, s.seeds = append(s.us, u), append(s.cus, cu), append(s.seeds, seeds[t.Name][u.Scenario])
+	}
+	return s
+}
+
+// entry is the model's inputs of a target, and its estimates at one load.
+type entry struct {
+	in   *inputs
+	at   loadKey
+	ests []capacity.Estimate
+}
+
+// inputs are the model's inputs of a target's use cases read at a time:
+// each use case with its prior and KV cache, and its curve window's points.
+type inputs struct {
+	kv     float64
+	from   time.Time // when they were read
+	last   time.Time // the last moment at which no point has left a window since
+	cus    []capacity.UseCase
+	points [][]capacity.Point
+}
+
+// loadKey is what an estimate reads of the load: the requests in flight,
+// and of them waiting (NaN, unknown, equal to itself here).
+type loadKey struct{ inFlight, waiting uint64 }
+
+func keyOf(inFlight, waiting float64) loadKey {
+	return loadKey{math.Float64bits(inFlight), math.Float64bits(waiting)}
+}
+
+// holds says whether the inputs are still those of now with the KV cache kv.
+func (in *inputs) holds(kv float64, now time.Time) bool {
+	return math.Float64bits(in.kv) == math.Float64bits(kv) && !now.Before(in.from) && !now.After(in.last)
+}
+
+// forever is a time no point's window reaches.
+var forever = time.Unix(1<<62, 0)
+
+// read reads the model's inputs of a target at now: each use case's curve
+// window, and the prior that its other use cases give it. A target's use
+// cases are evaluated together: each one's laws take what the others' data
+// say of their slopes as a prior (capacity.Pool), so that a burst of a
+// cheap short prompt informs a long one's capacity before its own costly
+// bursts come.
+func (e *Estimator) read(target string, s spec, kv float64, now time.Time) *inputs {
+	in := &inputs{kv: kv, from: now, last: forever, cus: slices.Clone(s.cus), points: make([][]capacity.Point, len(s.us))}
+	ratios := make([]capacity.Slopes, len(s.us))
+	for i, u := range s.us {
+		in.cus[i].KVTokens = kv
+		in.cus[i].Recent = now.Add(-u.Window)
+		in.points[i] = e.store.Window(target, u.Scenario, now.Add(-u.CurveWindow))
+		ratios[i] = capacity.Ratios(append(slices.Clone(s.seeds[i]), in.points[i]...))
+		// A point is in a window while now is at most its time plus the
+		// window (Store.Window and the margins' Recent: at or after now
+		// less the window).
+		for _, p := range in.points[i] {
+			for _, d := range [2]time.Duration{u.CurveWindow, u.Window} {
+				if t := p.Time.Add(d); t.Before(in.last) && !t.Before(now) {
+					in.last = t
+				}
+			}
+		}
+	}
+	for i := range s.us {
+		in.cus[i].Prior = capacity.Pool(slices.Delete(slices.Clone(ratios), i, i+1))
+	}
+	return in
+}
+
+// estimates returns a target's estimates at the load (requests in flight,
+// of them waiting; kvTokens, the KV cache in tokens where the engine says)
+// and now: from its cache where nothing they rest on has changed since (the
+// list at the top of this file). The slice and what it holds are shared
+// with other callers: read them, never change them.
+func (e *Estimator) estimates(target string, inFlight, waiting, kvTokens float64, now time.Time) (spec, []capacity.Estimate) {
+	key := keyOf(inFlight, waiting)
+	e.mu.Lock()
+	ts := e.targets[target]
+	if ts == nil {
+		e.mu.Unlock()
+		return spec{}, nil
+	}
+	// The KV cache as the engine last said: a question without a reading
+	// (the summary line's) reads the last one.
+	if kvTokens > 0 {
+		e.kv[target] = kvTokens
+	}
+	kv, gen, c := e.kv[target], ts.gen, ts.entry
+	var in *inputs
+	if c != nil && c.in.holds(kv, now) {
+		if c.at == key {
+			e.mu.Unlock()
+			return ts.spec, c.ests
+		}
+		in = c.in
+	}
+	e.mu.Unlock()
+	if in == nil {
+		in = e.read(target, ts.spec, kv, now)
+	}
+	out := make([]capacity.Estimate, len(ts.spec.us))
+	for i := range ts.spec.us {
+		out[i] = e.memo.Seeded(target, in.cus[i], in.points[i], ts.spec.seeds[i], inFlight, waiting)
+	}
+	e.mu.Lock()
+	if e.targets[target] == ts && ts.gen == gen {
+		ts.entry = &entry{in: in, at: key, ests: out}
+	}
+	e.mu.Unlock()
+	return ts.spec, out
+}
+
+// changed marks a target's points changed: its cached estimates are
+// recomputed at the next question.
+func (e *Estimator) changed(target string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if ts := e.targets[target]; ts != nil {
+		ts.gen++
+		ts.entry = nil
+	}
+}

@@ -20,19 +20,14 @@ type Capacity struct {
 // NewCapacity returns a collector over the given sources.
 func NewCapacity(useCases func() []capacity.UseCase, estimates func() []capacity.Estimate) *Capacity {
 	tu := []string{"target", "use_case"}
+	d := func(f capacityFamily) *prometheus.Desc { return prometheus.NewDesc(f.name, f.help, tu, nil) }
 	return &Capacity{useCases: useCases, estimates: estimates,
-		threshold: prometheus.NewDesc("headroom_slo_threshold", "A use case's threshold; slo: ttft_seconds, e2e_seconds, itl_seconds (maxima), decode_tokens_per_second (minimum).", []string{"use_case", "slo"}, nil),
-		margin:    prometheus.NewDesc("headroom_slo_margin_ratio", "Smallest relative margin to a threshold over the use case's window; < 0 means breached.", tu, nil),
-		capacity:  prometheus.NewDesc("headroom_capacity_requests", "Estimated number of concurrent requests of the use case's shape at which it meets every threshold, from the fitted engine model; NaN when the data cannot place it (then only headroom_capacity_lower_requests is known).", tu, nil),
-		lower:     prometheus.NewDesc("headroom_capacity_lower_requests", "Lower bound of the capacity (the fit's 95% band); for a capacity the data cannot place, the bound they support.", tu, nil),
-		upper:     prometheus.NewDesc("headroom_capacity_upper_requests", "Upper bound of the capacity (the fit's 95% band); +Inf where nothing bounds it from above.", tu, nil),
-		free:      prometheus.NewDesc("headroom_free_requests", "How many more requests of the use case's shape fit on top of the load now; absent while the capacity is only a bound.", tu, nil),
-		ratio:     prometheus.NewDesc("headroom_ratio", "Headroom: free requests over the capacity, 0 to 1; absent while the capacity is only a bound.", tu, nil),
-		samples:   prometheus.NewDesc("headroom_capacity_samples", "Observations the use case's model rests on: lone probes, bursts and bench cells in its curve window.", tu, nil),
+		threshold: prometheus.NewDesc(thresholdName, thresholdHelp, []string{"use_case", "slo"}, nil),
+		margin:    d(margin), capacity: d(capacityRequests), lower: d(lower), upper: d(upper), free: d(free), ratio: d(ratio), samples: d(samples),
 		// Per threshold: the one whose bound is least sets the capacity's,
 		// and the pools' replica rules name it as their reason.
-		sloLower: prometheus.NewDesc("headroom_slo_capacity_lower_requests", "Lower bound of the requests of the use case's shape sent together at which one threshold's law reaches it (the fit's 95% band); the least is headroom_capacity_lower_requests while the laws have slopes.", []string{"target", "use_case", "slo"}, nil),
-		info:     prometheus.NewDesc("headroom_use_case_info", "A use case and the scenario its probes run, always 1: joins thresholds to their scenario.", []string{"use_case", "scenario"}, nil),
+		sloLower: prometheus.NewDesc(sloLowerName, sloLowerHelp, []string{"target", "use_case", "slo"}, nil),
+		info:     prometheus.NewDesc(infoName, infoHelp, []string{"use_case", "scenario"}, nil),
 	}
 }
 

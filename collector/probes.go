@@ -44,8 +44,9 @@ const (
 // private copy: the exported lists above can be changed, and written
 // histograms point into it).
 type family struct {
-	desc   *prometheus.Desc
-	bounds []float64
+	desc       *prometheus.Desc
+	name, help string // for WriteText
+	bounds     []float64
 }
 
 // Probes holds the per-probe metrics. The headroom_probe_* histograms and
@@ -83,27 +84,26 @@ type targetSeries struct {
 	busy *value
 }
 
-// NewProbes creates and registers the probe metrics. nativeOnly leaves
-// the histograms' classic buckets out: the text exposition then carries their
-// sums and counts only, and Prometheus reads the buckets as native histograms.
+// NewProbes creates the probe metrics and registers them with reg (nil:
+// the caller does). nativeOnly leaves the histograms' classic buckets out:
+// the text exposition then carries their sums and counts only, and
+// Prometheus reads the buckets as native histograms.
 func NewProbes(reg prometheus.Registerer, nativeOnly bool) *Probes {
 	ts := []string{"target", "scenario"}
 	tsr := []string{"target", "scenario", "result"}
 	p := &Probes{pairs: map[[2]string]*pair{}, targets: map[string]*targetSeries{},
-		total:      prometheus.NewDesc("headroom_probes_total", "Lone probes by result.", tsr, nil),
-		calibTotal: prometheus.NewDesc("headroom_calibration_probes_total", "Calibration bursts' probes by result.", tsr, nil),
-		bursts: prometheus.NewDesc("headroom_calibration_bursts_total",
-			"Calibration bursts sent: probes sent together to measure the burst curve.", ts, nil),
-		busy: prometheus.NewDesc("headroom_probe_busy_seconds_total",
-			"Time with a probe in flight, calibration bursts included: what probing costs the target.", []string{"target"}, nil),
-		inputTokens: prometheus.NewDesc("headroom_probe_input_tokens", "Prompt tokens of the last probe, as the server counted them.", ts, nil),
-		lastSuccess: prometheus.NewDesc("headroom_probe_last_success_timestamp_seconds", "Unix time of the last successful probe.", ts, nil),
+		total:       valueFamilies[0].desc(tsr),
+		calibTotal:  valueFamilies[1].desc(tsr),
+		bursts:      valueFamilies[2].desc(ts),
+		busy:        prometheus.NewDesc(busyName, busyHelp, []string{"target"}, nil),
+		inputTokens: valueFamilies[3].desc(ts),
+		lastSuccess: valueFamilies[4].desc(ts),
 	}
 	hist := func(i int, name, help string, bounds []float64) {
 		if nativeOnly {
 			bounds = nil
 		}
-		p.hists[i] = family{desc: prometheus.NewDesc(name, help, ts, nil), bounds: slices.Clone(bounds)}
+		p.hists[i] = family{desc: prometheus.NewDesc(name, help, ts, nil), name: name, help: help, bounds: slices.Clone(bounds)}
 	}
 	hist(ttft, "headroom_probe_ttft_seconds", "Time from request sent to first content token, of lone probes.", LatencyBuckets)
 	hist(itl, "headroom_probe_itl_seconds", "Mean inter-token latency of one lone probe: decode time / (output tokens - 1).", ITLBuckets)
@@ -120,7 +120,9 @@ func NewProbes(reg prometheus.Registerer, nativeOnly bool) *Probes {
 	hist(calibITL, "headroom_calibration_itl_seconds", "Mean inter-token latency of one calibration burst's probe.", nil)
 	hist(calibDecode, "headroom_calibration_decode_tokens_per_second", "Per-user decode speed of one calibration burst's probe.", nil)
 	hist(calibE2E, "headroom_calibration_e2e_seconds", "Time from request sent to last token, of calibration bursts' probes.", nil)
-	reg.MustRegister(p)
+	if reg != nil {
+		reg.MustRegister(p)
+	}
 	return p
 }
 

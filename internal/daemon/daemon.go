@@ -22,7 +22,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	versioncollector "github.com/prometheus/client_golang/prometheus/collectors/version"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/prometheus/common/version"
 	"github.com/prometheus/exporter-toolkit/web"
 
@@ -43,8 +42,11 @@ type Daemon struct {
 	load   func() (*config.Config, error)
 	dial   monitor.DialFunc // nil: the network's
 	reg    *prometheus.Registry
-	mon    *monitor.Monitor
-	est    *estimator.Estimator
+	// streamed are the collectors of a fleet's many series, which
+	// /metrics writes straight in the text format (metricsHandler).
+	streamed []collector.TextWriter
+	mon      *monitor.Monitor
+	est      *estimator.Estimator
 
 	reloadOK   prometheus.Gauge
 	reloadTime prometheus.Gauge
@@ -101,14 +103,16 @@ func New(logger *slog.Logger, shard fleet.Shard, load func() (*config.Config, er
 	seeds, _ := estimator.LoadSeeds(cfg) // read above; discovery added nothing
 	d.base, d.cfg, d.est = base, cfg, estimator.New(cfg, seeds)
 	d.warn(cfg)
-	d.probes, d.started = collector.NewProbes(d.reg, cfg.ProbeHistograms == "native"), time.Now()
+	// Registered by metricsHandler, not in d.reg.
+	d.probes, d.started = collector.NewProbes(nil, cfg.ProbeHistograms == "native"), time.Now()
 	var monOpts []monitor.Option
 	if d.dial != nil {
 		monOpts = append(monOpts, monitor.WithDial(d.dial))
 	}
 	d.mon = monitor.New(logger, d.probes, d.est, d.est, monOpts...)
 	d.power.Set(OpenPower(logger, cfg.Power, d.dial))
-	d.reg.MustRegister(collector.NewTargets(d.mon.Status), collector.NewCapacity(d.est.UseCases, d.estimates),
+	d.streamed = []collector.TextWriter{d.probes, collector.NewCapacity(d.est.UseCases, d.estimates)}
+	d.reg.MustRegister(collector.NewTargets(d.mon.Status),
 		collector.NewPower(logger, d.powerSource, func() map[string]string { return gpuTargets(d.config()) }, d.generationTokens))
 	d.reloadOK.Set(1)
 	d.reloadTime.SetToCurrentTime()
@@ -214,7 +218,7 @@ func (d *Daemon) warn(cfg *config.Config) {
 // Handler serves the daemon's pages; lifecycle enables /-/reload.
 func (d *Daemon) Handler(lifecycle bool) http.Handler {
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(d.reg, promhttp.HandlerOpts{EnableOpenMetrics: true, ErrorLog: slog.NewLogLogger(d.logger.Handler(), slog.LevelError)}))
+	mux.Handle("/metrics", metricsHandler(d.logger, d.reg, d.streamed...))
 	mux.HandleFunc("/api/v1/status", d.status)
 	mux.HandleFunc("/status", d.statusPage)
 	mux.HandleFunc("/-/healthy", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "Healthy") })

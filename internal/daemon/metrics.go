@@ -1,0 +1,95 @@
+package daemon
+
+import (
+	"bufio"
+	"compress/gzip"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/common/expfmt"
+
+	"github.com/headroom-dev/headroom/collector"
+)
+
+// metricsHandler serves /metrics: in the text format, the registry's
+// families and then each of streamed's written straight (collector.TextWriter);
+// in any other format (OpenMetrics, protobuf), all of them through
+// promhttp. At 1,000 targets the streamed families are about a million
+// lines, which the registry would build in full, as client_model's
+// structures, before writing the first (docs/operations.md, "A fleet").
+func metricsHandler(logger *slog.Logger, reg prometheus.Gatherer, streamed ...collector.TextWriter) http.Handler {
+	opts := promhttp.HandlerOpts{EnableOpenMetrics: true, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelError)}
+	others := prometheus.NewRegistry()
+	for _, c := range streamed {
+		others.MustRegister(c)
+	}
+	all := promhttp.HandlerFor(prometheus.Gatherers{reg, others}, opts)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		format := expfmt.NegotiateIncludingOpenMetrics(r.Header)
+		if format.FormatType() != expfmt.TypeTextPlain {
+			all.ServeHTTP(w, r)
+			return
+		}
+		mfs, err := reg.Gather()
+		if err != nil {
+			// As promhttp's HTTPErrorOnError.
+			logger.Error("error gathering metrics", "err", err)
+			http.Error(w, "An error has occurred while serving metrics:\n\n"+err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", string(format))
+		var out io.Writer = w
+		if gzipped(r) {
+			w.Header().Set("Content-Encoding", "gzip")
+			w.Header().Add("Vary", "Accept-Encoding")
+			gz := gzips.Get().(*gzip.Writer)
+			gz.Reset(w)
+			defer func() {
+				gz.Close()
+				gzips.Put(gz)
+			}()
+			out = gz
+		}
+		bw := bufs.Get().(*bufio.Writer)
+		bw.Reset(out)
+		defer func() {
+			bw.Reset(nil)
+			bufs.Put(bw)
+		}()
+		enc := expfmt.NewEncoder(bw, format)
+		for _, mf := range mfs {
+			if err := enc.Encode(mf); err != nil {
+				logger.Error("error encoding metric family", "family", mf.GetName(), "err", err)
+				return
+			}
+		}
+		for _, c := range streamed {
+			if err := c.WriteText(bw); err != nil {
+				logger.Error("error writing metrics", "err", err)
+				return
+			}
+		}
+		// A write error is the reader's: gone, or too slow.
+		_ = bw.Flush()
+	})
+}
+
+var (
+	bufs  = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 64<<10) }}
+	gzips = sync.Pool{New: func() any { return gzip.NewWriter(nil) }}
+)
+
+// gzipped says whether the request accepts a gzipped answer.
+func gzipped(r *http.Request) bool {
+	for _, e := range strings.Split(r.Header.Get("Accept-Encoding"), ",") {
+		if name, q, _ := strings.Cut(strings.TrimSpace(e), ";"); strings.TrimSpace(name) == "gzip" && strings.ReplaceAll(q, " ", "") != "q=0" {
+			return true
+		}
+	}
+	return false
+}

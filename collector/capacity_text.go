@@ -49,8 +49,8 @@ var (
 
 // WriteText implements TextWriter: each family's series in the order of
 // their label values, as the registry sorts them.
-func (c *Capacity) WriteText(w *bufio.Writer) error {
-	t := &text{w: w}
+func (c *Capacity) WriteText(w *bufio.Writer, openMetrics bool) error {
+	t := &text{w: w, om: openMetrics}
 	us := slices.Clone(c.useCases())
 	// info: scenario, use_case.
 	slices.SortFunc(us, func(a, b capacity.UseCase) int {

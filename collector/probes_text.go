@@ -47,8 +47,8 @@ const (
 // in the order of its label values, as the registry sorts them. Each
 // pair's numbers are read under the lock and written after it, so that a
 // slow reader holds no probe back.
-func (p *Probes) WriteText(w *bufio.Writer) error {
-	t := &text{w: w}
+func (p *Probes) WriteText(w *bufio.Writer, openMetrics bool) error {
+	t := &text{w: w, om: openMetrics}
 	p.mu.Lock()
 	pairs := slices.Collect(maps.Values(p.pairs))
 	targets := slices.Sorted(maps.Keys(p.targets))
@@ -82,11 +82,11 @@ func (p *Probes) WriteText(w *bufio.Writer) error {
 			var cum uint64
 			for j, n := range classic {
 				cum += n
-				t.sample(f.name, "_bucket", labels, true, f.bounds[j], float64(cum))
+				t.count(f.name, "_bucket", labels, true, f.bounds[j], cum)
 			}
-			t.sample(f.name, "_bucket", labels, true, posInf, float64(count))
+			t.count(f.name, "_bucket", labels, true, posInf, count)
 			t.sample(f.name, "_sum", labels, false, 0, sum)
-			t.sample(f.name, "_count", labels, false, 0, float64(count))
+			t.count(f.name, "_count", labels, false, 0, count)
 		}
 	}
 	for _, f := range valueFamilies {

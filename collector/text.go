@@ -2,6 +2,7 @@ package collector
 
 import (
 	"bufio"
+	"bytes"
 	"math"
 	"strconv"
 	"strings"
@@ -10,36 +11,53 @@ import (
 )
 
 // TextWriter is a collector that also writes its families straight in the
-// text format (0.0.4), series by series, as expfmt writes what the
-// registry gathers, without the registry's per-series structures: at
+// text format (0.0.4) or OpenMetrics 1.0, series by series, as expfmt
+// writes what the registry gathers, without the registry's per-series
+// structures: at
 // 1,000 targets the probe and capacity families are about a million lines,
 // which Gather built in full before writing any (hundreds of MB a scrape,
 // docs/operations.md). The daemon's /metrics serves the text format this
-// way (internal/metricspage) and the others through the registry.
+// way (internal/daemon's metricsHandler) and protobuf through the
+// registry.
 type TextWriter interface {
 	prometheus.Collector
-	// WriteText writes every family that has a series, each once.
-	WriteText(w *bufio.Writer) error
+	// WriteText writes every family that has a series, each once, in the
+	// text format, or with openMetrics in OpenMetrics 1.0 (without the
+	// closing # EOF, which the page's writer adds).
+	WriteText(w *bufio.Writer, openMetrics bool) error
 }
 
-// text writes the text format as expfmt.MetricFamilyToText does. Names
-// are the collectors' own, valid in the legacy scheme: they are written
-// as they are.
+// text writes the text format as expfmt.MetricFamilyToText does, or with
+// om OpenMetrics as expfmt.MetricFamilyToOpenMetrics does (without
+// created lines, as promhttp's default). Names are the collectors' own,
+// valid in the legacy scheme: they are written as they are.
 type text struct {
 	w   *bufio.Writer
+	om  bool
 	num []byte
 }
 
 var posInf = math.Inf(1)
 
-var helpEscaper = strings.NewReplacer("\\", `\\`, "\n", `\n`)
+var (
+	helpEscaper       = strings.NewReplacer("\\", `\\`, "\n", `\n`)
+	quotedHelpEscaper = strings.NewReplacer("\\", `\\`, "\n", `\n`, "\"", `\"`)
+)
 
-// header writes a family's HELP and TYPE lines.
+// header writes a family's HELP and TYPE lines. OpenMetrics names a
+// counter family without its _total.
 func (t *text) header(name, help, typ string) {
+	if t.om && typ == "counter" {
+		name = strings.TrimSuffix(name, "_total")
+	}
 	t.w.WriteString("# HELP ")
 	t.w.WriteString(name)
 	t.w.WriteByte(' ')
-	helpEscaper.WriteString(t.w, help)
+	if t.om {
+		quotedHelpEscaper.WriteString(t.w, help)
+	} else {
+		helpEscaper.WriteString(t.w, help)
+	}
 	t.w.WriteString("\n# TYPE ")
 	t.w.WriteString(name)
 	t.w.WriteByte(' ')
@@ -50,6 +68,26 @@ func (t *text) header(name, help, typ string) {
 // sample writes one line: name and suffix, the labels (name, value pairs,
 // sorted by name), le where hasLE, and the value.
 func (t *text) sample(name, suffix string, labels []string, hasLE bool, le, v float64) {
+	t.line(name, suffix, labels, hasLE, le)
+	t.float(v)
+	t.w.WriteByte('\n')
+}
+
+// count writes a histogram's bucket or count line, an integer in
+// OpenMetrics.
+func (t *text) count(name, suffix string, labels []string, hasLE bool, le float64, n uint64) {
+	if !t.om {
+		t.sample(name, suffix, labels, hasLE, le, float64(n))
+		return
+	}
+	t.line(name, suffix, labels, hasLE, le)
+	t.num = strconv.AppendUint(t.num[:0], n, 10)
+	t.w.Write(t.num)
+	t.w.WriteByte('\n')
+}
+
+// line writes a sample's line up to its value.
+func (t *text) line(name, suffix string, labels []string, hasLE bool, le float64) {
 	t.w.WriteString(name)
 	t.w.WriteString(suffix)
 	sep := byte('{')
@@ -72,8 +110,6 @@ func (t *text) sample(name, suffix string, labels []string, hasLE bool, le, v fl
 		t.w.WriteByte('}')
 	}
 	t.w.WriteByte(' ')
-	t.float(v)
-	t.w.WriteByte('\n')
 }
 
 // value writes a label value escaped as expfmt escapes it.
@@ -96,9 +132,16 @@ func (t *text) value(s string) {
 	}
 }
 
-// float writes a number as expfmt's writeFloat does.
+// float writes a number as expfmt's writeFloat does, or in OpenMetrics
+// its writeOpenMetricsFloat (an integer ends in .0).
 func (t *text) float(f float64) {
 	switch {
+	case t.om && f == 1:
+		t.w.WriteString("1.0")
+	case t.om && f == 0:
+		t.w.WriteString("0.0")
+	case t.om && f == -1:
+		t.w.WriteString("-1.0")
 	case f == 1:
 		t.w.WriteByte('1')
 	case f == 0:
@@ -113,6 +156,9 @@ func (t *text) float(f float64) {
 		t.w.WriteString("-Inf")
 	default:
 		t.num = strconv.AppendFloat(t.num[:0], f, 'g', -1, 64)
+		if t.om && !bytes.ContainsAny(t.num, "e.") {
+			t.num = append(t.num, '.', '0')
+		}
 		t.w.Write(t.num)
 	}
 }

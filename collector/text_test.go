@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
+	"io"
 	"maps"
 	"math"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
@@ -20,8 +22,8 @@ import (
 )
 
 // sameText checks that c's WriteText writes, family by family, what the
-// registry gathers of it written by expfmt: the same lines in the same
-// order, and no family twice.
+// registry gathers of it written by expfmt, in the text format and in
+// OpenMetrics: the same lines in the same order, and no family twice.
 func sameText(t *testing.T, c TextWriter) {
 	t.Helper()
 	reg := prometheus.NewPedanticRegistry()
@@ -30,33 +32,60 @@ func sameText(t *testing.T, c TextWriter) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]string{}
-	for _, mf := range mfs {
-		var b strings.Builder
-		if _, err := expfmt.MetricFamilyToText(&b, mf); err != nil {
+	for _, om := range []bool{false, true} {
+		var gathered strings.Builder
+		for _, mf := range mfs {
+			write := expfmt.MetricFamilyToText
+			if om {
+				write = func(w io.Writer, mf *dto.MetricFamily) (int, error) { return expfmt.MetricFamilyToOpenMetrics(w, mf) }
+			}
+			if _, err := write(&gathered, mf); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var page bytes.Buffer
+		w := bufio.NewWriter(&page)
+		if err := c.WriteText(w, om); err != nil {
 			t.Fatal(err)
 		}
-		want[mf.GetName()] = b.String()
+		w.Flush()
+		want, got := blocks(t, gathered.String()), blocks(t, page.String())
+		if !slices.Equal(slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want))) {
+			t.Fatalf("OpenMetrics %v: families written %v, gathered %v", om, slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want)))
+		}
+		for n, w := range want {
+			if got[n] != w {
+				t.Errorf("OpenMetrics %v: %s written\n%s\ngathered\n%s", om, n, got[n], w)
+			}
+		}
+		// And the page parses as one.
+		if om {
+			continue
+		}
+		parser := expfmt.NewTextParser(model.LegacyValidation)
+		if _, err := parser.TextToMetricFamilies(bytes.NewReader(page.Bytes())); err != nil {
+			t.Errorf("page does not parse: %v", err)
+		}
 	}
-	var page bytes.Buffer
-	w := bufio.NewWriter(&page)
-	if err := c.WriteText(w); err != nil {
-		t.Fatal(err)
-	}
-	w.Flush()
-	got := map[string]string{}
+}
+
+// blocks splits a page into its families' lines, by the name on their
+// HELP line.
+func blocks(t *testing.T, page string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
 	var name string
 	var block strings.Builder
 	flush := func() {
 		if name != "" {
-			if _, dup := got[name]; dup {
+			if _, dup := out[name]; dup {
 				t.Errorf("family %s written twice", name)
 			}
-			got[name] = block.String()
+			out[name] = block.String()
 		}
 		block.Reset()
 	}
-	for line := range strings.Lines(page.String()) {
+	for line := range strings.Lines(page) {
 		if rest, ok := strings.CutPrefix(line, "# HELP "); ok {
 			flush()
 			name, _, _ = strings.Cut(rest, " ")
@@ -64,19 +93,7 @@ func sameText(t *testing.T, c TextWriter) {
 		block.WriteString(line)
 	}
 	flush()
-	if !slices.Equal(slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want))) {
-		t.Fatalf("families written %v, gathered %v", slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want)))
-	}
-	for n, w := range want {
-		if got[n] != w {
-			t.Errorf("%s written\n%s\ngathered\n%s", n, got[n], w)
-		}
-	}
-	// And the page parses as one.
-	parser := expfmt.NewTextParser(model.LegacyValidation)
-	if _, err := parser.TextToMetricFamilies(bytes.NewReader(page.Bytes())); err != nil {
-		t.Errorf("page does not parse: %v", err)
-	}
+	return out
 }
 
 // Probes writes as text what the registry gathers of it, in both layouts,
@@ -118,7 +135,7 @@ func BenchmarkProbesText(b *testing.B) {
 			scrape := func() {
 				page.Reset()
 				w.Reset(&page)
-				if err := p.WriteText(w); err != nil {
+				if err := p.WriteText(w, false); err != nil {
 					b.Fatal(err)
 				}
 				w.Flush()

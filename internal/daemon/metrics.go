@@ -16,12 +16,14 @@ import (
 	"github.com/headroom-dev/headroom/collector"
 )
 
-// metricsHandler serves /metrics: in the text format, the registry's
-// families and then each of streamed's written straight (collector.TextWriter);
-// in any other format (OpenMetrics, protobuf), all of them through
-// promhttp. At 1,000 targets the streamed families are about a million
-// lines, which the registry would build in full, as client_model's
-// structures, before writing the first (docs/operations.md, "A fleet").
+// metricsHandler serves /metrics: in the text format and OpenMetrics 1.0
+// (what Prometheus asks for without native histograms), the registry's
+// families and then each of streamed's written straight
+// (collector.TextWriter); in any other format (protobuf, OpenMetrics
+// 2.0), all of them through promhttp. At 1,000 targets the streamed
+// families are about a million lines, which the registry would build in
+// full, as client_model's structures, before writing the first
+// (docs/operations.md, "A fleet").
 func metricsHandler(logger *slog.Logger, reg prometheus.Gatherer, streamed ...collector.TextWriter) http.Handler {
 	opts := promhttp.HandlerOpts{EnableOpenMetrics: true, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelError)}
 	others := prometheus.NewRegistry()
@@ -31,7 +33,8 @@ func metricsHandler(logger *slog.Logger, reg prometheus.Gatherer, streamed ...co
 	all := promhttp.HandlerFor(prometheus.Gatherers{reg, others}, opts)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		format := expfmt.NegotiateIncludingOpenMetrics(r.Header)
-		if format.FormatType() != expfmt.TypeTextPlain {
+		om := format.FormatType() == expfmt.TypeOpenMetrics
+		if !om && format.FormatType() != expfmt.TypeTextPlain || om && strings.Contains(string(format), "version="+expfmt.OpenMetricsVersion_2_0_0) {
 			all.ServeHTTP(w, r)
 			return
 		}
@@ -69,8 +72,15 @@ func metricsHandler(logger *slog.Logger, reg prometheus.Gatherer, streamed ...co
 			}
 		}
 		for _, c := range streamed {
-			if err := c.WriteText(bw); err != nil {
+			if err := c.WriteText(bw, om); err != nil {
 				logger.Error("error writing metrics", "err", err)
+				return
+			}
+		}
+		// OpenMetrics' closing # EOF.
+		if c, ok := enc.(expfmt.Closer); ok {
+			if err := c.Close(); err != nil {
+				logger.Error("error encoding metrics", "err", err)
 				return
 			}
 		}

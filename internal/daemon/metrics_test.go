@@ -23,10 +23,10 @@ import (
 	"github.com/headroom-dev/headroom/probe"
 )
 
-// /metrics in the text format, written straight from the probe and
-// capacity collectors, says what the registry's formats say: the same
-// families and lines as the protobuf page (what Prometheus fetches with
-// native histograms) written as text, and the same gzipped.
+// /metrics in the text format and OpenMetrics, written straight from the
+// probe and capacity collectors, says what the registry's formats say: the
+// same families and lines as the protobuf page (what Prometheus fetches
+// with native histograms) written in each, and the same gzipped.
 func TestMetricsFormatsAgree(t *testing.T) {
 	for _, nativeOnly := range []bool{false, true} {
 		reg := prometheus.NewRegistry()
@@ -112,9 +112,25 @@ func TestMetricsFormatsAgree(t *testing.T) {
 			t.Error("the gzipped page differs")
 		}
 		resp, om := get("application/openmetrics-text;version=1.0.0", "identity")
-		if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/openmetrics-text") || !strings.Contains(string(om), "headroom_capacity_requests{") {
+		if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/openmetrics-text; version=1.0.0") {
 			t.Errorf("OpenMetrics page: content type %q", ct)
+		}
+		var want strings.Builder
+		for _, name := range slices.Sorted(maps.Keys(proto)) {
+			if _, err := expfmt.MetricFamilyToOpenMetrics(&want, proto[name]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want.WriteString("# EOF\n")
+		if got := sortedLines(string(om)); got != sortedLines(want.String()) || !strings.HasSuffix(string(om), "\n# EOF\n") {
+			t.Errorf("nativeOnly %v: OpenMetrics page\n%s\nprotobuf's, written in OpenMetrics\n%s", nativeOnly, om, want.String())
 		}
 		srv.Close()
 	}
+}
+
+// sortedLines is a page's lines in order: two pages of the same families
+// written in different orders have the same.
+func sortedLines(page string) string {
+	return strings.Join(slices.Sorted(strings.Lines(page)), "")
 }

@@ -2,6 +2,7 @@ package capacity
 
 import (
 	"math"
+	"slices"
 	"time"
 )
 
@@ -90,6 +91,26 @@ type Estimate struct {
 	Why    string  `json:"why,omitempty"`
 	SLOs   []SLO   `json:"slos"`
 	Points []Point `json:"points"`
+	// fit is the fit the estimate was read from (nil: none), for At.
+	fit *fitted
+}
+
+// At is the estimate read at another load (requests in flight, of them
+// waiting) from the fit it was read from: what the evaluation that gave e
+// would have given at that load, with e read at an unknown load (NaN).
+// Only the load, the free requests, the ratio and the margins answer to
+// the load; the window, the fit and the capacity do not, and are not
+// evaluated again. Its SLOs are e's copied.
+func (e Estimate) At(load, waiting float64) Estimate {
+	e.Load = load
+	if e.fit == nil || math.IsNaN(load) {
+		return e
+	}
+	e.SLOs = slices.Clone(e.SLOs)
+	why := e.Why // Seeded's own, where it has one
+	e.fit.apply(&e, load, waiting)
+	e.Why = why
+	return e
 }
 
 // SLOs lists a use case's configured thresholds.
@@ -161,7 +182,8 @@ func (m *Memo) evaluate(target string, u UseCase, points []Point, load, waiting 
 	if math.IsNaN(e.Margin) || math.IsInf(e.Margin, 1) {
 		e.Margin = math.NaN()
 	}
-	m.fit([3]string{target, u.Name, slot}, u, points, os).apply(&e, load, waiting)
+	e.fit = m.fit([3]string{target, u.Name, slot}, u, points, os)
+	e.fit.apply(&e, load, waiting)
 	return e
 }
 

@@ -28,7 +28,7 @@ import (
 //   - and, for the free requests, ratio and margins, which answer to the
 //     load, whenever the engine's load reading differs from the one they
 //     were read at: the fits, windows and priors are then kept, and only
-//     the reading at the load is redone.
+//     the reading at the load is redone (capacity.Estimate.At).
 
 // tstate is a configured target's cache. Configure replaces it when the
 // target's spec changes, and drops it with the target: a computation that
@@ -65,9 +65,11 @@ func specOf(cfg *config.Config, seeds Seeds, t config.Target) spec {
 	return s
 }
 
-// entry is the model's inputs of a target, and its estimates at one load.
+// entry is the model's inputs of a target, its estimates at an unknown
+// load (NaN), and at the load they were last read at.
 type entry struct {
 	in   *inputs
+	base []capacity.Estimate
 	at   loadKey
 	ests []capacity.Estimate
 }
@@ -149,24 +151,29 @@ func (e *Estimator) estimates(target string, inFlight, waiting, kvTokens float64
 	}
 	kv, gen, c := e.kv[target], ts.gen, ts.entry
 	var in *inputs
+	var base []capacity.Estimate
 	if c != nil && c.in.holds(kv, now) {
 		if c.at == key {
 			e.mu.Unlock()
 			return ts.spec, c.ests
 		}
-		in = c.in
+		in, base = c.in, c.base
 	}
 	e.mu.Unlock()
 	if in == nil {
 		in = e.read(target, ts.spec, kv, now)
+		base = make([]capacity.Estimate, len(ts.spec.us))
+		for i := range ts.spec.us {
+			base[i] = e.memo.Seeded(target, in.cus[i], in.points[i], ts.spec.seeds[i], math.NaN(), math.NaN())
+		}
 	}
-	out := make([]capacity.Estimate, len(ts.spec.us))
-	for i := range ts.spec.us {
-		out[i] = e.memo.Seeded(target, in.cus[i], in.points[i], ts.spec.seeds[i], inFlight, waiting)
+	out := make([]capacity.Estimate, len(base))
+	for i, b := range base {
+		out[i] = b.At(inFlight, waiting)
 	}
 	e.mu.Lock()
 	if e.targets[target] == ts && ts.gen == gen {
-		ts.entry = &entry{in: in, at: key, ests: out}
+		ts.entry = &entry{in: in, base: base, at: key, ests: out}
 	}
 	e.mu.Unlock()
 	return ts.spec, out

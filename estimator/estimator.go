@@ -206,7 +206,7 @@ func (e *Estimator) Estimates(status []collector.TargetStatus, now time.Time) []
 	for _, s := range status {
 		byName[s.Name] = s
 	}
-	var out []capacity.Estimate
+	out := make([]capacity.Estimate, 0, len(cfg.Targets)*len(cfg.UseCases))
 	for _, t := range cfg.Targets {
 		s, ok := byName[t.Name]
 		load := engine.Load{Running: math.NaN(), Waiting: math.NaN(), KVTokens: math.NaN()}

@@ -8,8 +8,10 @@ import (
 	"github.com/headroom-dev/headroom/capacity"
 )
 
-// Capacity exports SLO thresholds, margins and capacity headroom. It evaluates
-// on every scrape, so what Prometheus sees is never older than its scrape.
+// Capacity exports SLO thresholds, margins and capacity headroom. It asks
+// for the estimates at every scrape, so what Prometheus sees is never older
+// than its scrape: the estimator answers from its cache what has not
+// changed since (estimator/cache.go says when an estimate is recomputed).
 type Capacity struct {
 	useCases                                          func() []capacity.UseCase
 	estimates                                         func() []capacity.Estimate

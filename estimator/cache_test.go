@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/headroom-dev/headroom/collector"
@@ -100,4 +101,30 @@ func jsonOf(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// A probe recorded has its target's estimates computed again in the
+// background: the next question finds them in the cache.
+func TestRecordRefreshes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		cfg, err := config.Parse([]byte("targets:\n  - {name: a, url: 'http://h'}\n" +
+			"scenarios: [{name: s, input_tokens: 1024, output_tokens: 16}]\nuse_cases: [{name: u, scenario: s, ttft_max: 1s}]\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := New(cfg, nil)
+		for i := range 3 {
+			e.Record(monitor.Sample{Target: "a", Scenario: "s", Time: time.Now(), Load: 1, InFlight: 1,
+				Result: probe.Result{Outcome: probe.Success, TTFT: time.Second, CompletionTokens: 16, Decode: time.Second}})
+			synctest.Wait()
+			c := e.targets["a"].entry
+			if c == nil || len(c.base) != 1 || c.base[0].Samples != i+1 {
+				t.Fatalf("after probe %d, cached %+v", i+1, c)
+			}
+			e.Known("a") // at an unknown load: the refresh's own
+			if e.targets["a"].entry != c {
+				t.Errorf("after probe %d, computed again at the next question", i+1)
+			}
+		}
+	})
 }

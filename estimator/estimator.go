@@ -115,6 +115,7 @@ func (e *Estimator) Record(s monitor.Sample) {
 	e.store.Add(s.Target, s.Scenario, capacity.Point{Time: s.Time, Load: s.Load, InFlight: s.InFlight, Sent: s.Sent, TTFT: res.TTFT.Seconds(), E2E: res.E2E.Seconds(),
 		ITL: res.ITL().Seconds(), Decode: res.DecodeTPS(), Burst: s.Burst, Level: s.Level, Aftermath: s.Aftermath})
 	e.changed(s.Target)
+	e.refresh(s.Target)
 }
 
 // Decoded implements monitor.Recorder. The engine's own decode readings mix
@@ -134,7 +135,7 @@ func (e *Estimator) Decoded(string, monitor.Decode) {}
 func (e *Estimator) Burst(target string, load engine.Load, maxBurst int) (scenario string, n int, first bool) {
 	cfg, _ := e.state()
 	best, bestRank := math.Inf(1), 3
-	s, ests := e.estimates(target, load.InFlight(), load.Waiting, load.KVTokens, time.Now())
+	s, ests := e.estimates(target, load.InFlight(), load.Waiting, load.KVTokens, time.Now(), false)
 	for i, est := range ests {
 		u := s.us[i]
 		k := capacity.Burst(est, load.InFlight(), load.Waiting, min(maxBurst, affordable(est.Points, cfg.ProbeBudget, u.Window)))
@@ -213,7 +214,7 @@ func (e *Estimator) Estimates(status []collector.TargetStatus, now time.Time) []
 		if ok && s.Up {
 			load = s.Load
 		}
-		_, ests := e.estimates(t.Name, load.InFlight(), load.Waiting, load.KVTokens, now)
+		_, ests := e.estimates(t.Name, load.InFlight(), load.Waiting, load.KVTokens, now, false)
 		for _, est := range ests {
 			est.NextProbe = s.Next[est.Scenario]
 			out = append(out, est)
@@ -225,7 +226,7 @@ func (e *Estimator) Estimates(status []collector.TargetStatus, now time.Time) []
 // Known implements monitor.Recorder: how many of the use cases have a
 // capacity on the target now, of how many.
 func (e *Estimator) Known(target string) (known, total int) {
-	_, ests := e.estimates(target, math.NaN(), math.NaN(), math.NaN(), time.Now())
+	_, ests := e.estimates(target, math.NaN(), math.NaN(), math.NaN(), time.Now(), false)
 	for _, est := range ests {
 		if !math.IsNaN(est.Capacity) {
 			known++

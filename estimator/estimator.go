@@ -111,11 +111,16 @@ func (e *Estimator) state() (*config.Config, Seeds) {
 
 // Record implements monitor.Recorder: a successful probe becomes a point.
 func (e *Estimator) Record(s monitor.Sample) {
+	e.record(s)
+	e.refresh(s.Target)
+}
+
+// record stores a probe's point.
+func (e *Estimator) record(s monitor.Sample) {
 	res := s.Result
 	e.store.Add(s.Target, s.Scenario, capacity.Point{Time: s.Time, Load: s.Load, InFlight: s.InFlight, Sent: s.Sent, TTFT: res.TTFT.Seconds(), E2E: res.E2E.Seconds(),
 		ITL: res.ITL().Seconds(), Decode: res.DecodeTPS(), Burst: s.Burst, Level: s.Level, Aftermath: s.Aftermath})
 	e.changed(s.Target)
-	e.refresh(s.Target)
 }
 
 // Decoded implements monitor.Recorder. The engine's own decode readings mix

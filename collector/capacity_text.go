@@ -23,6 +23,8 @@ const (
 	sloLowerName, sloLowerHelp   = "headroom_slo_capacity_lower_requests", "Lower bound of the requests of the use case's shape sent together at which one threshold's law reaches it (the fit's 95% band); the least is headroom_capacity_lower_requests while the laws have slopes."
 )
 
+// capacityFamilies: margin, capacity, lower, upper, free, ratio, samples
+// (NewCapacity's descriptions by their index).
 var (
 	capacityFamilies = []capacityFamily{
 		{"headroom_slo_margin_ratio", "Smallest relative margin to a threshold over the use case's window; < 0 means breached.",
@@ -44,7 +46,6 @@ var (
 		{"headroom_capacity_samples", "Observations the use case's model rests on: lone probes, bursts and bench cells in its curve window.",
 			func(e *capacity.Estimate) (float64, bool) { return float64(e.Samples), true }},
 	}
-	margin, capacityRequests, lower, upper, free, ratio, samples = capacityFamilies[0], capacityFamilies[1], capacityFamilies[2], capacityFamilies[3], capacityFamilies[4], capacityFamilies[5], capacityFamilies[6]
 )
 
 // WriteText implements TextWriter: each family's series in the order of

@@ -22,7 +22,9 @@ type Capacity struct {
 // NewCapacity returns a collector over the given sources.
 func NewCapacity(useCases func() []capacity.UseCase, estimates func() []capacity.Estimate) *Capacity {
 	tu := []string{"target", "use_case"}
-	d := func(i int) *prometheus.Desc { return prometheus.NewDesc(capacityFamilies[i].name, capacityFamilies[i].help, tu, nil) }
+	d := func(i int) *prometheus.Desc {
+		return prometheus.NewDesc(capacityFamilies[i].name, capacityFamilies[i].help, tu, nil)
+	}
 	return &Capacity{useCases: useCases, estimates: estimates,
 		threshold: prometheus.NewDesc(thresholdName, thresholdHelp, []string{"use_case", "slo"}, nil),
 		margin:    d(0), capacity: d(1), lower: d(2), upper: d(3), free: d(4), ratio: d(5), samples: d(6),

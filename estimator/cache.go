@@ -206,13 +206,13 @@ func (e *Estimator) refresh(target string) {
 	}
 	ts.pending = true
 	e.mu.Unlock()
-	go func() {
+	e.refreshing.Go(func() {
 		e.mu.Lock()
 		ts.pending = false // a probe recorded from here on asks for another
 		e.mu.Unlock()
 		// Nothing where a question that came first computed them since.
 		e.estimates(target, math.NaN(), math.NaN(), math.NaN(), time.Now(), true)
-	}()
+	})
 }
 
 // changed marks a target's points changed: its cached estimates are

@@ -33,7 +33,14 @@ type Estimator struct {
 	// targets are the configured targets' specs and cached estimates
 	// (cache.go).
 	targets map[string]*tstate
+	// refreshing owns the background refreshes (cache.go's refresh), so
+	// that Close can wait for them.
+	refreshing sync.WaitGroup
 }
+
+// Close waits for the background refreshes in flight: call it once
+// nothing records any more (after the monitor stopped).
+func (e *Estimator) Close() { e.refreshing.Wait() }
 
 // New returns an estimator for cfg and its bench seeds.
 func New(cfg *config.Config, seeds Seeds) *Estimator {

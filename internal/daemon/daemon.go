@@ -309,10 +309,12 @@ func (d *Daemon) Serve(ctx context.Context, listeners []net.Listener, wf *web.Fl
 		scancel()
 		<-errc
 	}
-	// Stop in reverse: no more reloads, then the probes, then the power source.
+	// Stop in reverse: no more reloads, then the probes and the estimates
+	// they set off, then the power source.
 	cancel()
 	wg.Wait()
 	d.mon.Stop()
+	d.est.Close()
 	d.power.Close()
 	return err
 }

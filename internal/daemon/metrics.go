@@ -31,8 +31,9 @@ func metricsHandler(logger *slog.Logger, reg prometheus.Gatherer, streamed ...co
 		others.MustRegister(c)
 	}
 	all := promhttp.HandlerFor(prometheus.Gatherers{reg, others}, opts)
+	accepted := expfmt.DefaultOpenMetricsAcceptedFormats() // what promhttp offers with OpenMetrics on
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		format := expfmt.NegotiateIncludingOpenMetrics(r.Header)
+		format := expfmt.NegotiateAccept(r.Header, accepted...)
 		om := format.FormatType() == expfmt.TypeOpenMetrics
 		if !om && format.FormatType() != expfmt.TypeTextPlain || om && strings.Contains(string(format), "version="+expfmt.OpenMetricsVersion_2_0_0) {
 			all.ServeHTTP(w, r)

@@ -387,6 +387,29 @@ func TestStoreIsBoundedInTime(t *testing.T) {
 	}
 }
 
+// A series' memory follows the points it holds, not the most it ever held:
+// an hour in which a few bursts crowded its window leaves no lasting room
+// once they leave it (across a fleet such records crept up for a day).
+func TestStoreGivesBackAPeak(t *testing.T) {
+	s := NewStore()
+	s.Keep(time.Hour)
+	at := t0
+	add := func(n int, every time.Duration) {
+		for range n {
+			at = at.Add(every)
+			s.Add("a", "s", Point{Time: at, Load: 1})
+		}
+	}
+	add(240, 30*time.Second) // two hours: 121 held
+	add(120, time.Second)    // bursts: 240 held
+	r := s.series[[2]string{"a", "s"}]
+	peak := cap(r.points)
+	add(240, 30*time.Second) // two hours more: the peak left the window
+	if n, c := len(r.points), cap(r.points); n != 121 || c >= peak || c > n+n/8+8 {
+		t.Errorf("after a peak in room for %d: %d points in room for %d, want about an eighth over them", peak, n, c)
+	}
+}
+
 // BenchmarkEvaluate is one evaluation of 100 targets x 5 use cases, each with
 // a window of 120 probes and 4 bursts.
 func BenchmarkEvaluate(b *testing.B) {

@@ -5,7 +5,6 @@
 package capacity
 
 import (
-	"slices"
 	"sync"
 	"time"
 )
@@ -68,27 +67,34 @@ func (r *series) add(p Point, keep time.Duration) {
 	}
 	if drop > 0 {
 		r.points = append(r.points[:0], r.points[drop:]...)
-		// A series that shrank for good (a shorter window after a reload)
-		// gives its memory back.
-		if cap(r.points) > 64 && len(r.points) < cap(r.points)/4 {
-			r.points = slices.Clip(slices.Clone(r.points))
-		}
 	}
-	if len(r.points) == cap(r.points) {
-		// Grown by an eighth, not by append's double: a series in its
-		// steady state holds about its window's points, and the first time
-		// schedule jitter puts one more in it would double it for good, at
-		// every target at once (a step of a third in a fleet's heap).
-		grown := make([]Point, len(r.points), len(r.points)+max(8, len(r.points)/8))
-		copy(grown, r.points)
-		r.points = grown
+	// The capacity follows the points held, an eighth over them: a series
+	// in its steady state holds about its window's points, give or take
+	// schedule jitter. Grown by append's double, or never given back, it
+	// would keep the most it ever held, and across a fleet those records
+	// creep up for a day (steps of a third, then of a few percent, in the
+	// heap of TestFleetHeapFlat). Between a quarter under and full it
+	// stays, so that jitter moves no memory.
+	n := len(r.points) + 1
+	if n > cap(r.points) || cap(r.points) > 64 && n < cap(r.points)-cap(r.points)/4 {
+		sized := make([]Point, len(r.points), n+max(8, n/8))
+		copy(sized, r.points)
+		r.points = sized
 	}
 	r.points = append(r.points, p)
 }
 
-// since returns the points at or after t, oldest first.
+// since returns a copy of the points at or after t, in the order added,
+// sized to them: the estimator's cache keeps it. (A probe is added when
+// it ends, so its time, when it was sent, need not follow the one before.)
 func (r *series) since(t time.Time) []Point {
-	out := make([]Point, 0, len(r.points))
+	n := 0
+	for _, p := range r.points {
+		if !p.Time.Before(t) {
+			n++
+		}
+	}
+	out := make([]Point, 0, n)
 	for _, p := range r.points {
 		if !p.Time.Before(t) {
 			out = append(out, p)

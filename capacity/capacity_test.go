@@ -152,6 +152,11 @@ func TestModelRecoversKnownLaws(t *testing.T) {
 			if !(e.Lower <= tc.want && tc.want <= e.Upper) || e.Bound != "" {
 				t.Errorf("bounds [%.2f, %.2f] (bound %q) miss %.2f", e.Lower, e.Upper, e.Bound, tc.want)
 			}
+			// A capacity is a count of requests: its band is at least the
+			// whole requests around it.
+			if e.Lower > math.Floor(e.Capacity) || e.Upper < math.Ceil(e.Capacity) {
+				t.Errorf("bounds [%.2f, %.2f] inside the whole requests around %.2f", e.Lower, e.Upper, e.Capacity)
+			}
 		})
 	}
 }

@@ -505,8 +505,13 @@ func fit(slos []SLO, os []obs, stat string, shape twin, pr Prior) *fitted {
 		hi := shifted(ttft, itl, shape, -z).limit(*s, 4*far)
 		// A closed loop is not monotone in every cost: a quicker decode
 		// brings the second round back while the first still queues for
-		// prefill. The bounds are the extremes of the three.
-		sf.lo, sf.hi = min(lo, hi, sf.est), max(lo, hi, sf.est)
+		// prefill. The bounds are the extremes of the three, and at least
+		// the whole requests around the estimate: the protocol sends a
+		// whole number, and the fraction between two levels is the
+		// search's interpolation, which no latency measures (a law need
+		// not be straight between them), so a band narrower than that
+		// step would claim what nothing measured.
+		sf.lo, sf.hi = min(lo, hi, math.Floor(sf.est)), max(lo, hi, math.Ceil(sf.est))
 		if sf.hi > float64(4*far) {
 			sf.hi = math.Inf(1)
 		}

@@ -427,11 +427,14 @@ func (t *target) scrape(ctx context.Context) (engine.Load, bool) {
 			t.prober.SetEngine(l.Engine)
 		}
 	}
-	if why := changed(t.seen, l); why != "" {
+	if why, another := changed(t.seen, l); another {
 		t.m.logger.Info("server changed: forgetting its load-response curves", "target", t.cfg.Name, "why", why)
 		if t.m.rec != nil {
 			t.m.rec.Reset(t.cfg.Name)
 		}
+		t.decode = decodeSpan{}
+	} else if why != "" {
+		t.m.logger.Info("server restarted: keeping its load-response curves (same engine and KV cache)", "target", t.cfg.Name, "why", why)
 		t.decode = decodeSpan{}
 	}
 	if d, ok := t.decode.add(l, time.Now()); ok && t.m.rec != nil {
@@ -812,20 +815,22 @@ func (t *target) probeOnce(ctx context.Context, sc config.Scenario, pr *probe.Pr
 // changed says why the server behind two readings is not the same one, ""
 // when it is: its counters went back (a restart), or another engine
 // answers. A first reading (no engine yet) changes nothing.
-func changed(before, now engine.Load) string {
+func changed(before, now engine.Load) (why string, another bool) {
 	switch {
 	case before.Engine == "":
-		return ""
+		return "", false
 	case now.Engine != before.Engine:
-		return fmt.Sprintf("engine %s became %s", before.Engine, now.Engine)
+		return fmt.Sprintf("engine %s became %s", before.Engine, now.Engine), true
+	case now.KVTokens != before.KVTokens && !math.IsNaN(now.KVTokens) && !math.IsNaN(before.KVTokens):
+		return fmt.Sprintf("KV cache of %.0f tokens became %.0f", before.KVTokens, now.KVTokens), true
 	case now.GenerationTokens < before.GenerationTokens:
-		return fmt.Sprintf("generation tokens counter went back from %.0f to %.0f", before.GenerationTokens, now.GenerationTokens)
+		return fmt.Sprintf("generation tokens counter went back from %.0f to %.0f", before.GenerationTokens, now.GenerationTokens), false
 	case now.PromptTokens < before.PromptTokens:
-		return fmt.Sprintf("prompt tokens counter went back from %.0f to %.0f", before.PromptTokens, now.PromptTokens)
+		return fmt.Sprintf("prompt tokens counter went back from %.0f to %.0f", before.PromptTokens, now.PromptTokens), false
 	case now.QueueCount < before.QueueCount:
-		return fmt.Sprintf("queue time count went back from %.0f to %.0f", before.QueueCount, now.QueueCount)
+		return fmt.Sprintf("queue time count went back from %.0f to %.0f", before.QueueCount, now.QueueCount), false
 	}
-	return ""
+	return "", false
 }
 
 func scenario(ss []config.Scenario, name string) (config.Scenario, bool) {

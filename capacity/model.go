@@ -426,10 +426,12 @@ func sloShort(name string) string {
 
 // fitted is what a use case's laws say of its capacity, before the load
 // now: all of it rests on the window's points alone, so it is kept while
-// they do not change (Memo).
+// they do not change (Memo). It keeps what a reading at another load needs
+// of the laws, their coefficients, and not the fits they came from: a
+// fit's residuals and covariances are per observation or per pair of
+// terms, and a daemon keeps a fitted for every target and use case.
 type fitted struct {
-	ttft, itl    part
-	shape        twin  // the use case's shape and the KV cache (no laws)
+	laws         twin  // the use case's shape, the KV cache and the laws
 	slos         []SLO // Capacity, Lower, Upper, Curve and Why of each
 	lower, upper float64
 	why          string
@@ -459,9 +461,9 @@ func fit(slos []SLO, os []obs, stat string, shape twin, pr Prior) *fitted {
 			}
 		}
 	}
-	f := &fitted{ttft: ttft, itl: itl, shape: shape, slos: slices.Clone(slos), capacity: math.NaN(), sloped: true,
+	f := &fitted{laws: shape.with(ttft.fit.beta, itl.fit.beta), slos: slices.Clone(slos), capacity: math.NaN(), sloped: true,
 		aim: math.Inf(1), reach: math.Inf(1), readings: map[[2]float64]reading{}}
-	base := &cells{tw: shape.with(ttft.fit.beta, itl.fit.beta)}
+	base := &cells{tw: f.laws}
 	type sloFit struct {
 		est, lo, hi, raw float64
 		placed           bool
@@ -618,7 +620,7 @@ func (f *fitted) at(load, waiting float64, slos []SLO) reading {
 	if ok {
 		return r
 	}
-	tw := f.shape.with(f.ttft.fit.beta, f.itl.fit.beta)
+	tw := f.laws
 	tw.running, tw.waiting = running, w
 	now := &cells{tw: tw}
 	one := now.at(1)

@@ -2,6 +2,7 @@ package estimator
 
 import (
 	"math"
+	"reflect"
 	"slices"
 	"time"
 
@@ -65,6 +66,25 @@ func specOf(cfg *config.Config, seeds Seeds, t config.Target) spec {
 		s.us, s.cus, s.seeds = append(s.us, u), append(s.cus, cu), append(s.seeds, seeds[t.Name][u.Scenario])
 	}
 	return s
+}
+
+// specKey is what a target's spec rests on besides the configuration:
+// which of its use cases the target is probed with, and its seeds (one map
+// per seed file, shared by the targets that name it: LoadSeeds).
+type specKey struct {
+	probed string // per use case of the configuration, 1 where probed
+	seeds  uintptr
+}
+
+func keyOfSpec(cfg *config.Config, seeds Seeds, t config.Target) specKey {
+	probed := make([]byte, len(cfg.UseCases))
+	for i, u := range cfg.UseCases {
+		probed[i] = '0'
+		if t.Probes(u.Scenario) {
+			probed[i] = '1'
+		}
+	}
+	return specKey{probed: string(probed), seeds: reflect.ValueOf(seeds[t.Name]).Pointer()}
 }
 
 // entry is the model's inputs of a target, its estimates at an unknown

@@ -90,3 +90,27 @@ func TestBurstRank(t *testing.T) {
 		})
 	}
 }
+
+// Targets with the same use cases share one spec, not a copy each; one
+// probed with other scenarios, or seeded, has its own.
+func TestTargetsShareSpecs(t *testing.T) {
+	cfg, err := config.Parse([]byte("targets:\n  - {name: a, url: 'http://h'}\n  - {name: b, url: 'http://h2'}\n" +
+		"  - {name: c, url: 'http://h3', scenarios: [t]}\n  - {name: d, url: 'http://h4'}\n" +
+		"scenarios: [{name: s, input_tokens: 1024, output_tokens: 16}, {name: t, input_tokens: 64, output_tokens: 16}]\n" +
+		"use_cases: [{name: u, scenario: s, ttft_max: 1s}, {name: v, scenario: t, ttft_max: 1s}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seeds := Seeds{"d": {"s": {{Time: time.Now(), Level: 2, TTFT: 1}}}}
+	e := New(cfg, seeds)
+	a, b, c, d := e.targets["a"].spec, e.targets["b"].spec, e.targets["c"].spec, e.targets["d"].spec
+	if len(a.us) != 2 || &a.us[0] != &b.us[0] || &a.cus[0] != &b.cus[0] {
+		t.Errorf("a and b have their own copies of one spec: %p, %p", a.us, b.us)
+	}
+	if len(c.us) != 1 || c.us[0].Name != "v" {
+		t.Errorf("c's use cases %+v, want v alone", c.us)
+	}
+	if len(d.us) != 2 || &d.us[0] == &a.us[0] || len(d.seeds[0]) != 1 {
+		t.Errorf("d's spec %+v is a's, or lost its seed", d)
+	}
+}

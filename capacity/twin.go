@@ -2,7 +2,6 @@ package capacity
 
 import (
 	"cmp"
-	"container/heap"
 	"math"
 	"slices"
 )
@@ -53,34 +52,80 @@ type twinReq struct {
 	arrive, admit, first, end float64
 }
 
+// arrivals is a min-heap of the requests to come, earliest first (ties by
+// slot: no two are of one slot), kept by hand rather than by container/heap,
+// whose Push and Pop box each request: the twin is most of an estimate's
+// allocations. Every slot differs, so the order requests leave it in is
+// the same whatever the heap's layout.
 type arrivals []twinReq
 
-func (a arrivals) Len() int { return len(a) }
-func (a arrivals) Less(i, j int) bool {
+func (a arrivals) less(i, j int) bool {
 	return a[i].arrive < a[j].arrive || a[i].arrive == a[j].arrive && a[i].slot < a[j].slot
 }
-func (a arrivals) Swap(i, j int) { a[i], a[j] = a[j], a[i] }
-func (a *arrivals) Push(x any)   { *a = append(*a, x.(twinReq)) }
-func (a *arrivals) Pop() any {
-	old := *a
-	x := old[len(old)-1]
-	*a = old[:len(old)-1]
-	return x
+
+func (a *arrivals) push(r twinReq) {
+	*a = append(*a, r)
+	h := *a
+	for i := len(h) - 1; i > 0; {
+		up := (i - 1) / 2
+		if !h.less(i, up) {
+			break
+		}
+		h[i], h[up] = h[up], h[i]
+		i = up
+	}
 }
 
-func (tw twin) closed(n int) cell {
+func (a *arrivals) pop() twinReq {
+	h := *a
+	n := len(h) - 1
+	h[0], h[n] = h[n], h[0]
+	for i := 0; ; {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		m := l
+		if r := l + 1; r < n && h.less(r, l) {
+			m = r
+		}
+		if !h.less(m, i) {
+			break
+		}
+		h[i], h[m] = h[m], h[i]
+		i = m
+	}
+	*a = h[:n]
+	return h[n]
+}
+
+// scratch is the twin's working memory, reused from one pass and one n to
+// the next by a cells (one search at a time).
+type scratch struct {
+	pending       arrivals
+	active, done  []twinReq
+	order         []twinReq // done by admission (prefillSpans)
+	edges         []edge
+	ts, fs        []float64
+	from, to, cov []float64 // prefillSpans' spans
+	seen          []beside  // by slot and round (at): what besides measured
+}
+
+func (sc *scratch) at(slot, round int) *beside { return &sc.seen[slot*rounds+round] }
+
+func (tw twin) closed(n int, sc *scratch) cell {
 	if n < 1 {
 		return cell{}
 	}
 	// Each request's decode batch is the time it shares with others'
 	// decodes, which depends on when they end: a few passes, each with the
 	// batches the one before measured, settle it.
-	var seen map[[2]int]beside
 	var c cell
+	measured := false
 	for range twinPasses {
-		var done []twinReq
-		c, done = tw.run(n, seen)
-		seen = besides(done, tw.running, tw.waiting)
+		c = tw.run(n, sc, measured)
+		besides(sc, tw.running, tw.waiting)
+		measured = true
 	}
 	return c
 }
@@ -90,25 +135,24 @@ func (tw twin) closed(n int) cell {
 // for their first token (the ITL law's s).
 type beside struct{ batch, prefilling float64 }
 
-// besides is what each request decoded beside. Its batch: itself,
+// besides is what each request decoded beside (into sc.seen, from
+// sc.done). Its batch: itself,
 // production's running requests and, for each other request, the share of
 // its decode it decoded beside it. With D(t) the requests decoding at t and
 // F its integral, a request decoding from a to b shares F(b) - F(a) - (b -
 // a) request-seconds with the others: one sweep over the sorted starts and
 // ends, not a comparison of every pair. Production's waiting prompts, when
 // there are any, are prefilling all along.
-func besides(done []twinReq, running, waiting float64) map[[2]int]beside {
-	type edge struct {
-		t float64
-		d int
-	}
-	edges := make([]edge, 0, 2*len(done))
+func besides(sc *scratch, running, waiting float64) {
+	done := sc.done
+	edges := sc.edges[:0]
 	for _, r := range done {
 		edges = append(edges, edge{r.first, 1}, edge{r.end, -1})
 	}
 	slices.SortFunc(edges, func(a, b edge) int { return cmp.Compare(a.t, b.t) })
-	ts := make([]float64, len(edges))
-	fs := make([]float64, len(edges)) // F at each edge's time
+	ts := slices.Grow(sc.ts[:0], len(edges))[:len(edges)]
+	fs := slices.Grow(sc.fs[:0], len(edges))[:len(edges)] // F at each edge's time
+	sc.edges, sc.ts, sc.fs = edges, ts, fs
 	decoding, f := 0, 0.0
 	for i, e := range edges {
 		if i > 0 {
@@ -121,8 +165,8 @@ func besides(done []twinReq, running, waiting float64) map[[2]int]beside {
 		i, _ := slices.BinarySearch(ts, t)
 		return fs[min(i, len(fs)-1)]
 	}
-	pending := prefillSpans(done)
-	out := make(map[[2]int]beside, len(done))
+	pending := prefillSpans(sc)
+	sc.seen = slices.Grow(sc.seen[:0], len(done))[:len(done)]
 	for _, r := range done {
 		s := beside{batch: 1 + running, prefilling: 1}
 		if span := r.end - r.first; span > 0 {
@@ -131,22 +175,28 @@ func besides(done []twinReq, running, waiting float64) map[[2]int]beside {
 				s.prefilling = (pending.upTo(r.end) - pending.upTo(r.first)) / span
 			}
 		}
-		out[[2]int{r.slot, r.round}] = s
+		*sc.at(r.slot, r.round) = s
 	}
-	return out
+}
+
+// edge is a request's start (d 1) or end (d -1) of decoding.
+type edge struct {
+	t float64
+	d int
 }
 
 // spans is a union of disjoint time spans, in order, with the length they
 // cover up to each one's start.
 type spans struct{ from, to, before []float64 }
 
-// prefillSpans is when some request was admitted and waiting for its
-// first token.
-func prefillSpans(done []twinReq) spans {
-	order := slices.SortedFunc(slices.Values(done), func(a, b twinReq) int { return cmp.Compare(a.admit, b.admit) })
-	var s spans
+// prefillSpans is when some request of sc.done was admitted and waiting
+// for its first token.
+func prefillSpans(sc *scratch) spans {
+	sc.order = append(sc.order[:0], sc.done...)
+	slices.SortFunc(sc.order, func(a, b twinReq) int { return cmp.Compare(a.admit, b.admit) })
+	s := spans{from: sc.from[:0], to: sc.to[:0], before: sc.cov[:0]}
 	covered := 0.0
-	for _, r := range order {
+	for _, r := range sc.order {
 		if r.first <= r.admit {
 			continue
 		}
@@ -160,6 +210,7 @@ func prefillSpans(done []twinReq) spans {
 		s.from, s.to, s.before = append(s.from, r.admit), append(s.to, r.first), append(s.before, covered)
 		covered += r.first - r.admit
 	}
+	sc.from, sc.to, sc.cov = s.from, s.to, s.before
 	return s
 }
 
@@ -176,18 +227,19 @@ func (s spans) upTo(t float64) float64 {
 // the second.
 const twinPasses = 2
 
-func (tw twin) run(n int, seen map[[2]int]beside) (cell, []twinReq) {
+// run is one pass of the twin with n slots, into sc.done; measured: with
+// the batches sc.seen holds from the pass before.
+func (tw twin) run(n int, sc *scratch, measured bool) cell {
 	var c cell
-	pending := make(arrivals, n)
-	for i := range pending {
-		pending[i] = twinReq{slot: i}
+	pending := sc.pending[:0]
+	for i := range n {
+		pending = append(pending, twinReq{slot: i}) // in order: a heap already
 	}
-	heap.Init(&pending)
-	var active, done []twinReq
+	active, done := sc.active[:0], sc.done[:0]
 	need := tw.input + tw.output
 	admitted := 0.0 // when the last request was admitted: none overtakes it
-	for pending.Len() > 0 {
-		r := heap.Pop(&pending).(twinReq)
+	for len(pending) > 0 {
+		r := pending.pop()
 		t := math.Max(r.arrive, admitted)
 		if tw.kv > 0 && need+tw.kvBusy <= tw.kv {
 			// Wait until enough of the requests in flight have ended.
@@ -221,8 +273,10 @@ func (tw twin) run(n int, seen map[[2]int]beside) (cell, []twinReq) {
 		ttft := tw.ttft[0] + tw.ttft[1]*(ahead+tw.waiting) + tw.ttft[2]*(running+behind+tw.running)
 		r.first = t + math.Max(ttft, 0)
 		inFlight := 1 + ahead + running + behind + tw.running + tw.waiting
-		s, ok := seen[[2]int{r.slot, r.round}]
-		if !ok {
+		var s beside
+		if measured {
+			s = *sc.at(r.slot, r.round)
+		} else {
 			// The first pass takes every request in flight on arrival to
 			// decode beside it, and prompts to wait for prefill all along
 			// its decode while any are behind it; the later ones measure
@@ -243,12 +297,13 @@ func (tw twin) run(n int, seen map[[2]int]beside) (cell, []twinReq) {
 		c.e2e += r.end - r.arrive
 		c.decode += 1 / itl
 		if r.round+1 < rounds {
-			heap.Push(&pending, twinReq{slot: r.slot, round: r.round + 1, arrive: r.end})
+			pending.push(twinReq{slot: r.slot, round: r.round + 1, arrive: r.end})
 		}
 	}
+	sc.pending, sc.active, sc.done = pending, active, done
 	count := float64(len(done))
 	c.ttft, c.itl, c.e2e, c.decode = c.ttft/count, c.itl/count, c.e2e/count, c.decode/count
-	return c, done
+	return c
 }
 
 // holding is how many requests hold KV cache at t.
@@ -295,9 +350,11 @@ func margin(name string, v, threshold float64) float64 {
 }
 
 // cells memoizes a twin's cells: each SLO's search asks for the same n.
+// It is used by one goroutine at a time.
 type cells struct {
 	tw   twin
 	seen map[int]cell
+	sc   scratch
 }
 
 func (cs *cells) at(n int) cell {
@@ -307,7 +364,7 @@ func (cs *cells) at(n int) cell {
 	if cs.seen == nil {
 		cs.seen = map[int]cell{}
 	}
-	c := cs.tw.closed(n)
+	c := cs.tw.closed(n, &cs.sc)
 	cs.seen[n] = c
 	return c
 }

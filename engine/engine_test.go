@@ -41,6 +41,9 @@ func TestParseEngines(t *testing.T) {
 		{"nim.prom", "nim", Load{Running: 5, Waiting: 1, KVUsage: 0.4, KVTokens: nan, QueueCount: nan, QueueSum: nan, ITLCount: nan, ITLSum: nan, PromptTokens: 100, GenerationTokens: 50}},
 		// headroom sim declares its time scale; its times are virtual.
 		{"sim.prom", "vllm", Load{Running: 3, Waiting: 1, KVUsage: 0.5, KVTokens: nan, QueueCount: 4, QueueSum: 2, ITLCount: 508, ITLSum: 6.35, PromptTokens: 4096, GenerationTokens: 512, TimeScale: 20}},
+		// A page of `headroom sim serve --fleet`, as a fleet replica reads
+		// one per target every engine_scrape_interval (BenchmarkParseFleetPage).
+		{"sim-fleet.prom", "vllm", Load{Running: 0, Waiting: 0, KVUsage: 0, KVTokens: 142422 * 16, QueueCount: 5, QueueSum: 0, ITLCount: 251, ITLSum: 1.7464342038308303, PromptTokens: 205823, GenerationTokens: 256, TimeScale: 20}},
 	}
 	// Only engines that count a prompt as its prefill completes say how much
 	// prefill a window held.

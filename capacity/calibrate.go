@@ -49,7 +49,7 @@ func Burst(e Estimate, load, queued float64, maxBurst int) int {
 		// No placed law: the next level doubles the highest, from three (two
 		// levels three apart carry a slope through a probe's noise).
 		level = math.Max(3, growth*top)
-	case e.Capacity > placedWithin*top || e.Upper-e.Lower > precision*e.Capacity:
+	case e.Capacity > placedWithin*top || e.Upper-e.Lower > precision*e.Capacity+1:
 		level = math.Min(math.Max(math.Ceil(e.Capacity), top+1), growth*top)
 	default:
 		return 0
@@ -74,7 +74,9 @@ const (
 	// measured is extrapolated further than the 15% a benchmark's cell
 	// spacing gives, and a burst nearer it is worth its cost.
 	placedWithin = 1.25
-	// precision: bounds wider than this share of the estimate want a
-	// burst at the crossing, whose measurement narrows them most.
+	// precision: bounds wider than this share of the estimate, past the
+	// whole request a band always spans (model.go), want a burst at the
+	// crossing, whose measurement narrows them most; no burst narrows
+	// that request.
 	precision = 0.3
 )

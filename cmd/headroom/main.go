@@ -29,6 +29,10 @@ type settings struct {
 	LogFormat          string `env:"LOG_FORMAT" envDefault:"logfmt"`
 	ShardCount         int    `env:"SHARD_COUNT" envDefault:"1"`
 	ShardIndex         string `env:"SHARD_INDEX" envDefault:"0"`
+	// AutoGoMemLimit, AutoGoMemLimitRatio: --auto-gomemlimit and its ratio,
+	// Prometheus 3's flags and defaults.
+	AutoGoMemLimit      bool    `env:"AUTO_GOMEMLIMIT" envDefault:"true"`
+	AutoGoMemLimitRatio float64 `env:"AUTO_GOMEMLIMIT_RATIO" envDefault:"0.9"`
 }
 
 // readSettings reads the HEADROOM_* variables over the defaults. A

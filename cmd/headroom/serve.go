@@ -10,6 +10,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/KimMachineGun/automemlimit/memlimit"
 	"github.com/alecthomas/kingpin/v2"
 	"github.com/prometheus/common/promslog"
 	"github.com/prometheus/exporter-toolkit/web"
@@ -51,6 +52,9 @@ type serveCmd struct {
 	web        *webFlags
 	shardIndex string
 	shardCount int
+	// memLimit, memLimitRatio: --auto-gomemlimit, --auto-gomemlimit.ratio.
+	memLimit      bool
+	memLimitRatio float64
 }
 
 func newServeCmd(app *kingpin.Application, s settings, logCfg *promslog.Config) *serveCmd {
@@ -61,13 +65,27 @@ func newServeCmd(app *kingpin.Application, s settings, logCfg *promslog.Config) 
 	c.cmd.Flag("shard.count", "Replicas that split the targets between them. Env: HEADROOM_SHARD_COUNT.").Default(fmt.Sprint(s.ShardCount)).IntVar(&c.shardCount)
 	c.cmd.Flag("shard.index", "This replica's share, 0 to shard.count-1, or \"ordinal\" for the number ending the host name (a StatefulSet's pod). Env: HEADROOM_SHARD_INDEX.").
 		Default(s.ShardIndex).StringVar(&c.shardIndex)
+	c.cmd.Flag("auto-gomemlimit", "Set Go's soft memory limit (GOMEMLIMIT) from the container's cgroup memory limit, so that the garbage collector works harder near it instead of the process being OOM-killed; a GOMEMLIMIT variable wins. Env: HEADROOM_AUTO_GOMEMLIMIT.").
+		Default(fmt.Sprint(s.AutoGoMemLimit)).BoolVar(&c.memLimit)
+	c.cmd.Flag("auto-gomemlimit.ratio", "The fraction of the cgroup's memory limit, in (0, 1], that --auto-gomemlimit sets Go's soft memory limit to. Env: HEADROOM_AUTO_GOMEMLIMIT_RATIO.").
+		Default(fmt.Sprint(s.AutoGoMemLimitRatio)).Float64Var(&c.memLimitRatio)
 	return c
 }
 
 func (c *serveCmd) run() int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	return c.serve(ctx, promslog.New(c.logCfg), nil)
+	logger := promslog.New(c.logCfg)
+	if err := checkMemLimitRatio(c.memLimitRatio); err != nil {
+		fmt.Fprintln(os.Stderr, "headroom serve:", err)
+		return 2
+	}
+	if c.memLimit {
+		if err := setGoMemLimit(logger, c.memLimitRatio, memlimit.FromCgroup); err != nil {
+			logger.Warn("auto-gomemlimit", "err", err)
+		}
+	}
+	return c.serve(ctx, logger, nil)
 }
 
 // serve runs the daemon until ctx ends; ready, if not nil, receives the

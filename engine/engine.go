@@ -42,6 +42,10 @@ type Load struct {
 	// only as requests end (SGLang, TGI) or is not known to: only then does
 	// its delta say how much prefill work a window of time held.
 	PrefilledTokens float64
+	// Model is the model_name label of the engine's running-requests
+	// series (vLLM, SGLang, NIM); "" where it has none. Another model is
+	// another server, whose load-response laws are not the last one's.
+	Model string
 	// TimeScale is the virtual seconds per wall second a time-scaled
 	// `headroom sim` declares on headroom_sim_info; 1 for a real server.
 	TimeScale float64
@@ -187,6 +191,7 @@ func Parse(r io.Reader, engine string) (Load, error) {
 	}
 	l.TimeScale = timeScale(mfs)
 	l.KVTokens = kvTokens(mfs)
+	l.Model = modelName(mfs, d.running)
 	if d.custom != nil {
 		d.custom(mfs, &l)
 	}
@@ -216,6 +221,21 @@ func kvTokens(mfs map[string]*dto.MetricFamily) float64 {
 		return v
 	}
 	return math.NaN()
+}
+
+// modelName is the model_name label of the first series of the first of
+// names on the page, "" where it has none.
+func modelName(mfs map[string]*dto.MetricFamily, names []string) string {
+	mf, ok := first(mfs, names)
+	if !ok {
+		return ""
+	}
+	for _, lp := range mf.GetMetric()[0].GetLabel() {
+		if lp.GetName() == "model_name" {
+			return lp.GetValue()
+		}
+	}
+	return ""
 }
 
 func timeScale(mfs map[string]*dto.MetricFamily) float64 {

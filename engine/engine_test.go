@@ -45,6 +45,11 @@ func TestParseEngines(t *testing.T) {
 		// one per target every engine_scrape_interval (BenchmarkParseFleetPage).
 		{"sim-fleet.prom", "vllm", Load{Running: 0, Waiting: 0, KVUsage: 0, KVTokens: 142422 * 16, QueueCount: 5, QueueSum: 0, ITLCount: 251, ITLSum: 1.7464342038308303, PromptTokens: 205823, GenerationTokens: 256, TimeScale: 20}},
 	}
+	// The model where the running-requests series names it.
+	models := map[string]string{"vllm-0.6.prom": "meta-llama/Llama-3.1-8B-Instruct", "vllm-0.11.prom": "meta-llama/Llama-3.3-70B-Instruct",
+		"vllm-kserve.prom": "meta-llama/Llama-3.3-70B-Instruct", "sglang-router.prom": "Qwen/Qwen3-Coder-Next-FP8", "vllm-0.12.prom": "Qwen/Qwen3-Coder-30B-A3B-Instruct", "vllm-ray.prom": "meta-llama/Llama-3.3-70B-Instruct",
+		"sglang-server.prom": "Qwen/Qwen3-Coder-Next-FP8", "nim.prom": "meta/llama-3.1-8b-instruct", "sim.prom": "sim/tiny",
+		"sim-fleet.prom": "Qwen3-Coder-30B-A3B-Instruct (FP8)"}
 	// Only engines that count a prompt as its prefill completes say how much
 	// prefill a window held.
 	prefilled := map[string]float64{"vllm": 1, "llamacpp": 1, "sglang": nan, "tgi": nan, "trtllm": nan, "nim": nan}
@@ -62,6 +67,9 @@ func TestParseEngines(t *testing.T) {
 			}
 			if got.Engine != tc.engine {
 				t.Errorf("engine %q, want %q", got.Engine, tc.engine)
+			}
+			if got.Model != models[tc.file] {
+				t.Errorf("model %q, want %q", got.Model, models[tc.file])
 			}
 			w := tc.want
 			if w.TimeScale == 0 {

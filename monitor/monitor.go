@@ -434,7 +434,7 @@ func (t *target) scrape(ctx context.Context) (engine.Load, bool) {
 		}
 		t.decode = decodeSpan{}
 	} else if why != "" {
-		t.m.logger.Info("server restarted: keeping its load-response curves (same engine and KV cache)", "target", t.cfg.Name, "why", why)
+		t.m.logger.Info("server restarted: keeping its load-response curves (same engine, model and KV cache)", "target", t.cfg.Name, "why", why)
 		t.decode = decodeSpan{}
 	}
 	if d, ok := t.decode.add(l, time.Now()); ok && t.m.rec != nil {
@@ -812,15 +812,19 @@ func (t *target) probeOnce(ctx context.Context, sc config.Scenario, pr *probe.Pr
 	return Sample{Target: t.cfg.Name, Scenario: sc.Name, Time: now, Load: inFlight, InFlight: inFlight, Sent: sent, Burst: burst, Result: res}, true
 }
 
-// changed says why the server behind two readings is not the same one, ""
-// when it is: its counters went back (a restart), or another engine
-// answers. A first reading (no engine yet) changes nothing.
+// changed says why the server behind two readings is not the one it was,
+// "" when it is, and whether it is another server (another engine, model
+// or KV cache size, whose laws are not the last one's) or the same one
+// restarted (its counters went back). A first reading (no engine yet)
+// changes nothing.
 func changed(before, now engine.Load) (why string, another bool) {
 	switch {
 	case before.Engine == "":
 		return "", false
 	case now.Engine != before.Engine:
 		return fmt.Sprintf("engine %s became %s", before.Engine, now.Engine), true
+	case now.Model != before.Model:
+		return fmt.Sprintf("model %q became %q", before.Model, now.Model), true
 	case now.KVTokens != before.KVTokens && !math.IsNaN(now.KVTokens) && !math.IsNaN(before.KVTokens):
 		return fmt.Sprintf("KV cache of %.0f tokens became %.0f", before.KVTokens, now.KVTokens), true
 	case now.GenerationTokens < before.GenerationTokens:

@@ -10,7 +10,7 @@ import (
 // evaluated at that load: placed, bound, from a bench seed, and with no
 // points; fresh memos each time, so that the readings are not shared.
 func TestAtIsTheEvaluationAtTheLoad(t *testing.T) {
-	l := server{ttft: func(q, r float64) float64 { return 0.3 + 1.2*q + 0.05*r }, itl: func(b, a float64) float64 { return 0.01 + 0.001*(b-1) }}
+	l := server{ttft: func(q, w, d float64) float64 { return 0.3 + 1.2*q + 0.05*(w+d) }, itl: func(b, a float64) float64 { return 0.01 + 0.001*(b-1) }}
 	u := UseCase{Name: "u", Statistic: "mean", TTFTMax: 8, DecodeMin: 15, InputTokens: 1024, OutputTokens: 64}
 	placed := window(l, loads(30, 1, 20), []int{3, 6, 10}, 0.03, 4)
 	lone := window(l, loads(10, 1, 3), nil, 0.03, 5)

@@ -18,7 +18,7 @@ var t0 = time.Unix(1_700_000_000, 0)
 // ahead and the rest behind, beside it; its decode batch is what its
 // decode shares with the others' (as the model counts it).
 type server struct {
-	ttft func(q, r float64) float64
+	ttft func(q, w, d float64) float64 // prompts ahead and itself, prompts beside it waiting, sequences decoding
 	itl  func(b, a float64) float64
 	// stall is what a decode step that also prefills adds to the ITL: a
 	// probe's ITL grows by stall times the share of its decode during which
@@ -38,7 +38,7 @@ func window(l server, loads []float64, bursts []int, noise float64, seed uint64)
 	for i, n := range loads {
 		at = at.Add(time.Minute)
 		itl := l.itl(n, n) * jit()
-		p := Point{Time: at, Load: n, InFlight: n, Sent: n, Level: 1, TTFT: l.ttft(1, n-1) * jit(), ITL: itl, Decode: 1 / itl}
+		p := Point{Time: at, Load: n, InFlight: n, Sent: n, Level: 1, TTFT: l.ttft(1, 0, n-1) * jit(), ITL: itl, Decode: 1 / itl}
 		p.E2E = p.TTFT + 127*p.ITL
 		if i%13 == 12 {
 			p.TTFT *= 8
@@ -50,7 +50,7 @@ func window(l server, loads []float64, bursts []int, noise float64, seed uint64)
 		burst := make([]Point, k)
 		noise := make([]float64, k)
 		for i := range burst {
-			burst[i] = Point{Time: at, Load: float64(k), Sent: float64(k), Burst: k, TTFT: l.ttft(float64(i+1), float64(k-i-1)) * jit()}
+			burst[i] = Point{Time: at, Load: float64(k), Sent: float64(k), Burst: k, TTFT: l.ttft(float64(i+1), float64(k-i-1), 0) * jit()}
 			noise[i] = jit()
 		}
 		// Each probe's ITL follows from the batch its decode shares with
@@ -102,23 +102,27 @@ func loads(n int, lo, hi float64) []float64 {
 // the server's shape among those the model states.
 func TestModelRecoversKnownLaws(t *testing.T) {
 	inFlight := server{ // every request in flight costs the same, prefilling or not
-		ttft: func(q, r float64) float64 { return 0.2 + 0.3*(q-1+r) },
+		ttft: func(q, w, d float64) float64 { return 0.2 + 0.3*(q-1+w+d) },
+		itl:  func(b, a float64) float64 { return 0.01 },
+	}
+	together := server{ // waiting prompts share each step's prefill; decoders cost it little
+		ttft: func(q, w, d float64) float64 { return 1.0*(q+w) + 0.05*d },
 		itl:  func(b, a float64) float64 { return 0.01 },
 	}
 	fcfs := server{ // prompts queue for one prefill of 1.2 s each
-		ttft: func(q, r float64) float64 { return 1.2 * q },
+		ttft: func(q, w, d float64) float64 { return 1.2 * q },
 		itl:  func(b, a float64) float64 { return 0.02 + 0.001*(b-1) },
 	}
 	atArrival := server{ // a request's speed is fixed by the load it arrived into
-		ttft: func(q, r float64) float64 { return 0.1 },
+		ttft: func(q, w, d float64) float64 { return 0.1 },
 		itl:  func(b, a float64) float64 { return 0.004 + 0.004*(a-1) },
 	}
 	during := server{ // a token's time is set by the batch it is decoded in
-		ttft: func(q, r float64) float64 { return 0.1 },
+		ttft: func(q, w, d float64) float64 { return 0.1 },
 		itl:  func(b, a float64) float64 { return 0.004 + 0.004*(b-1) },
 	}
 	bending := server{ // a decode step that grows faster than the batch
-		ttft: func(q, r float64) float64 { return 0.1 },
+		ttft: func(q, w, d float64) float64 { return 0.1 },
 		itl:  func(b, a float64) float64 { return 0.004 + 0.0004*(b-1) + 0.00005*(b-1)*(b-1) },
 	}
 	tests := []struct {
@@ -126,26 +130,37 @@ func TestModelRecoversKnownLaws(t *testing.T) {
 		server server
 		u      UseCase
 		bursts []int
+		busy   float64 // production's most requests in flight; 0: 4
 		want   float64
 	}{
 		// In the reports' closed loop (two rounds, decode brief) every
 		// request meets N-1 others: 0.2 + 0.3(N-1) = 2 at N = 7.
-		{"TTFT linear in requests in flight", inFlight, UseCase{TTFTMax: 2, OutputTokens: 2}, []int{3, 6}, 7},
+		{"TTFT linear in requests in flight", inFlight, UseCase{TTFTMax: 2, OutputTokens: 2}, []int{3, 6}, 0, 7},
+		// N prompts sent together all take N s (prefilled together), in
+		// both rounds, as the second arrives together too (decode brief):
+		// 8 s at N = 8. The lone probes amid production's decoders say
+		// little of it: one charge for every request beside a probe would
+		// take the decoders' 0.05 s for the prompts' 1 s.
+		{"prompts prefilled together", together, UseCase{TTFTMax: 8, OutputTokens: 2}, []int{3, 6}, 12, 8},
 		// The first round queues at 1.2 s a prompt, mean 1.2(N+1)/2; each
 		// of the second waits for the N-1 queued before it, 1.2N: the mean
 		// over both, 1.2(3N+1)/4, reaches 8 s at N = 8.56.
-		{"first come first served prefill", fcfs, UseCase{TTFTMax: 8, DecodeMin: 10, OutputTokens: 2}, []int{3, 6, 10}, (8/1.2*4 - 1) / 3},
+		{"first come first served prefill", fcfs, UseCase{TTFTMax: 8, DecodeMin: 10, OutputTokens: 2}, []int{3, 6, 10}, 0, (8/1.2*4 - 1) / 3},
 		// Both rounds decode together: 1/(0.004 + 0.004(N-1)) = 10 tok/s at N = 25.
-		{"ITL fixed on arrival", atArrival, UseCase{DecodeMin: 10, OutputTokens: 64}, []int{4, 8, 16}, 25},
-		{"ITL set during decode", during, UseCase{DecodeMin: 10, OutputTokens: 64}, []int{4, 8, 16}, 25},
+		{"ITL fixed on arrival", atArrival, UseCase{DecodeMin: 10, OutputTokens: 64}, []int{4, 8, 16}, 0, 25},
+		{"ITL set during decode", during, UseCase{DecodeMin: 10, OutputTokens: 64}, []int{4, 8, 16}, 0, 25},
 		// 0.0004(N-1) + 0.00005(N-1)² = 0.096 at N-1 = 40. A line through the bursts reads
 		// "at least 64" (bounds past the truth).
-		{"ITL bending up with the batch", bending, UseCase{DecodeMin: 10, OutputTokens: 64}, []int{8, 16, 32}, 41},
+		{"ITL bending up with the batch", bending, UseCase{DecodeMin: 10, OutputTokens: 64}, []int{8, 16, 32}, 0, 41},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.u.Name, tc.u.Statistic = "u", "mean"
-			e := Evaluate("a", tc.u, window(tc.server, loads(30, 1, 4), tc.bursts, 0.03, 1), 2, 0)
+			busy := tc.busy
+			if busy == 0 {
+				busy = 4
+			}
+			e := Evaluate("a", tc.u, window(tc.server, loads(30, 1, busy), tc.bursts, 0.03, 1), 2, 0)
 			if math.Abs(e.Capacity-tc.want) > 0.15*tc.want {
 				t.Errorf("capacity %.2f, want %.2f within 15%% (%s)", e.Capacity, tc.want, e.Why)
 			}
@@ -161,13 +176,46 @@ func TestModelRecoversKnownLaws(t *testing.T) {
 	}
 }
 
+// A prompt waiting beside a probe and a sequence decoding beside it are
+// different costs, and engines differ in which they charge: the TTFT law
+// tells them apart from the bursts (prompts beside) and the lone probes
+// amid production (sequences decoding).
+func TestPromptsBesideAreNotDecoders(t *testing.T) {
+	for _, c := range []struct {
+		name         string
+		ttft         func(q, w, d float64) float64
+		wantW, wantD float64
+	}{
+		// Waiting prompts share each step's prefill: every one beside
+		// a probe delays it as one ahead; a decoder, little.
+		{"prefilled together", func(q, w, d float64) float64 { return 1.0*(q+w) + 0.05*d }, 1.0, 0.05},
+		// Chunks first come first served, in steps that decode: the
+		// prompts behind cost nothing, each decoder a share of every step.
+		{"chunks in decode steps", func(q, w, d float64) float64 { return 1.2*q + 0.1*d }, 0, 0.1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			l := server{ttft: c.ttft, itl: func(b, a float64) float64 { return 0.01 }}
+			p := ttftPart(observations(window(l, loads(30, 1, 12), []int{3, 6}, 0.03, 1)), Prior{})
+			for _, col := range []struct {
+				name string
+				j    int
+				want float64
+			}{{"τw", queued, c.wantW}, {"τd", decoding, c.wantD}} {
+				if got := p.fit.beta[col.j]; math.Abs(got-col.want) > math.Max(0.15*col.want, 0.02) { // 15%, or 20 ms of none
+					t.Errorf("%s %.3f, want %.3f", col.name, got, col.want)
+				}
+			}
+		})
+	}
+}
+
 // An engine that prefills in its decode steps (chunked prefill) slows a
 // decode while prompts wait: the ITL law's δp is that step's extra, told
 // apart from the batch's slope by the probes of a burst that decoded before
 // its last prompt's first token.
 func TestPrefillSharesTheDecodeSteps(t *testing.T) {
 	l := server{ // prompts prefill one at a time, 0.4 s each, in steps every decode shares
-		ttft:  func(q, r float64) float64 { return 0.4 * q },
+		ttft:  func(q, w, d float64) float64 { return 0.4 * q },
 		itl:   func(b, a float64) float64 { return 0.01 + 0.0005*(b-1) },
 		stall: 0.02,
 	}
@@ -196,7 +244,7 @@ func TestPrefillSharesTheDecodeSteps(t *testing.T) {
 // (1, 254) and (2, 125)). The model is linear in the ITL. The bursts reach
 // past half the truth, so the data place it: a bound would not do.
 func TestDecodeSpeedIsLinearInTheITL(t *testing.T) {
-	l := server{ttft: func(q, r float64) float64 { return 0.1 }, itl: func(b, a float64) float64 { return 1/254.0 + (1/125.0-1/254.0)*(b-1)/8 }}
+	l := server{ttft: func(q, w, d float64) float64 { return 0.1 }, itl: func(b, a float64) float64 { return 1/254.0 + (1/125.0-1/254.0)*(b-1)/8 }}
 	u := UseCase{Name: "u", Statistic: "mean", DecodeMin: 20, OutputTokens: 128}
 	want := 1 + 8*(1/20.0-1/254.0)/(1/125.0-1/254.0)
 	e := Evaluate("a", u, window(l, loads(20, 1, 3), []int{16, 32, 64}, 0.02, 2), 1, 0)
@@ -208,7 +256,7 @@ func TestDecodeSpeedIsLinearInTheITL(t *testing.T) {
 // Where the data cannot place a threshold, the capacity is a bound and
 // says so; free, ratio and the margin's state never read it as a breach.
 func TestBoundsWhereTheDataCannotPlaceIt(t *testing.T) {
-	l := server{ttft: func(q, r float64) float64 { return 0.5 + 0.2*(q-1+r) }, itl: func(b, a float64) float64 { return 0.01 }}
+	l := server{ttft: func(q, w, d float64) float64 { return 0.5 + 0.2*(q-1+w+d) }, itl: func(b, a float64) float64 { return 0.01 }}
 	u := UseCase{Name: "u", Statistic: "mean", TTFTMax: 10, DecodeMin: 10}
 	tests := []struct {
 		name      string
@@ -241,7 +289,7 @@ func TestBoundsWhereTheDataCannotPlaceIt(t *testing.T) {
 // other shapes make the free requests fewer than capacity minus load when
 // production costs less than the shape does.
 func TestMarginFreeAndRatioAgree(t *testing.T) {
-	l := server{ttft: func(q, r float64) float64 { return 0.3 + 1.2*q + 0.05*r }, itl: func(b, a float64) float64 { return 0.01 + 0.001*(b-1) }}
+	l := server{ttft: func(q, w, d float64) float64 { return 0.3 + 1.2*q + 0.05*(w+d) }, itl: func(b, a float64) float64 { return 0.01 + 0.001*(b-1) }}
 	u := UseCase{Name: "u", Statistic: "mean", TTFTMax: 8, DecodeMin: 15}
 	ps := window(l, loads(30, 1, 20), []int{3, 6, 10}, 0.03, 4)
 	for _, load := range []float64{0, 1, 5, 10, 30, 60, 120, 200} {
@@ -264,7 +312,7 @@ func TestMarginFreeAndRatioAgree(t *testing.T) {
 // One wild probe (a stall 8x, in every window above) moves nothing: the
 // fit weighs a residual by its distance, not its square.
 func TestOutliersDoNotMoveTheFit(t *testing.T) {
-	l := server{ttft: func(q, r float64) float64 { return 0.2 + 0.3*(q-1+r) }, itl: func(b, a float64) float64 { return 0.01 }}
+	l := server{ttft: func(q, w, d float64) float64 { return 0.2 + 0.3*(q-1+w+d) }, itl: func(b, a float64) float64 { return 0.01 }}
 	u := UseCase{Name: "u", Statistic: "mean", TTFTMax: 2}
 	clean := Evaluate("a", u, window(l, loads(30, 1, 4), []int{3, 6}, 0, 5), 1, 0)
 	ps := window(l, loads(30, 1, 4), []int{3, 6}, 0, 5)
@@ -303,7 +351,7 @@ func TestFitLinear(t *testing.T) {
 // Calibration climbs by doubling until a server is placed, then brackets the
 // crossing, and stops once it is measured closely enough.
 func TestBurst(t *testing.T) {
-	l := server{ttft: func(q, r float64) float64 { return 0.2 + 0.3*(q-1+r) }, itl: func(b, a float64) float64 { return 0.01 }}
+	l := server{ttft: func(q, w, d float64) float64 { return 0.2 + 0.3*(q-1+w+d) }, itl: func(b, a float64) float64 { return 0.01 }}
 	u := UseCase{Name: "u", Statistic: "mean", TTFTMax: 2}
 	tests := []struct {
 		name           string
@@ -418,7 +466,7 @@ func TestStoreGivesBackAPeak(t *testing.T) {
 // BenchmarkEvaluate is one evaluation of 100 targets x 5 use cases, each with
 // a window of 120 probes and 4 bursts.
 func BenchmarkEvaluate(b *testing.B) {
-	l := server{ttft: func(q, r float64) float64 { return 0.2 + 0.3*(q-1+r) }, itl: func(b, a float64) float64 { return 0.01 + 0.001*b }}
+	l := server{ttft: func(q, w, d float64) float64 { return 0.2 + 0.3*(q-1+w+d) }, itl: func(b, a float64) float64 { return 0.01 + 0.001*b }}
 	ps := window(l, loads(120, 1, 6), []int{3, 6, 12, 24}, 0.03, 1)
 	u := UseCase{Name: "c", Statistic: "p90", TTFTMax: 5, DecodeMin: 15}
 	for b.Loop() {

@@ -10,7 +10,7 @@ import (
 // (retained-B/fit): a daemon keeps one for every target and use case,
 // 5,000 at 1,000 targets and the default use cases.
 func BenchmarkMemoRetained(b *testing.B) {
-	l := server{ttft: func(q, r float64) float64 { return 0.2 + 0.3*(q-1+r) }, itl: func(b, a float64) float64 { return 0.01 + 0.001*b }}
+	l := server{ttft: func(q, w, d float64) float64 { return 0.2 + 0.3*(q-1+w+d) }, itl: func(b, a float64) float64 { return 0.01 + 0.001*b }}
 	ps := window(l, loads(120, 1, 6), []int{3, 6, 12, 24}, 0.03, 1)
 	u := UseCase{Name: "c", Statistic: "p90", TTFTMax: 5, DecodeMin: 15}
 	const fits = 100

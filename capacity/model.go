@@ -12,24 +12,22 @@ import (
 // The engine model. A request's latencies are affine in what it shares the
 // server with, each term a named physical cost (docs/capacity-model.md):
 //
-//	TTFT = τ0 + τq·(q−1) + τr·r      q: prompts prefilled with it, itself included
-//	                                  (its level); r: requests running beside it
-//	ITL  = δ0 + δb·(b−1) + δa·(a−b)  b: the batch it decoded in; a: requests in
-//	       + δp·s                     flight when it arrived, which fix the speed
-//	                                  on servers that plan a request on arrival;
-//	                                  s: the share of its decode while prompts
-//	                                  were waiting for their first token, whose
-//	                                  prefill shares its steps
-//	E2E  = ε0 + εq·(q−1) + εr·r
+//	TTFT = τ0 + τq·(q−1) + τw·w + τd·d   q: prompts prefilled ahead of it, itself
+//	                                      included; w: prompts beside it waiting
+//	                                      for prefill too; d: sequences decoding
+//	ITL  = δ0 + δb·(b−1) + δa·(a−b)      b: the batch it decoded in; a: requests in
+//	       + δp·s + δ2·(b−1)²            flight when it arrived, which fix the speed
+//	                                      on servers that plan a request on arrival;
+//	                                      s: the share of its decode while prompts
+//	                                      were waiting for their first token, whose
+//	                                      prefill shares its steps
 //
-// N requests of the use case's shape sent together (the reports' definition)
-// have q = b = a = N and r = 0, so their mean TTFT is τ0 + τq·(N−1) and
-// their ITL δ0 + δb·(N−1): the capacity is where the first of these reaches
-// its threshold. k more on top of what runs now have q = waiting + k,
-// r = running, b = a = load + k: the free requests. Every slope is at or
-// above zero (more load never makes a server faster), and the fits are
-// robust (Huber): a probe that stalled behind something no term counts
-// weighs as its distance.
+// The twin (twin.go) runs these laws through the reports' protocol, N
+// requests of the use case's shape together, for the capacity; with
+// production's requests in flight beside them, for the free requests. Every
+// slope is at or above zero (more load never makes a server faster), and the
+// fits are robust (Huber): a probe that stalled behind something no term
+// counts weighs as its distance.
 
 // z is the two-sided 95% normal quantile: the bounds are the loads where
 // the fit's 95% confidence band reaches the threshold.
@@ -51,7 +49,10 @@ const MinSamples = 2
 // obs is one observation of the model: a lone probe, or one probe of a
 // burst or of a bench cell.
 type obs struct {
-	q, r, a, b     float64 // prompts ahead of it and itself, running beside it, in flight at arrival, decode batch
+	// q: prompts ahead of it and itself; w: prompts beside it that wait
+	// for prefill too (behind it); d: sequences decoding beside it; a: in
+	// flight at arrival; b: decode batch.
+	q, w, d, a, b  float64
 	level          float64 // the requests together it stands for
 	ttft, e2e, itl float64
 	decodeOK       bool // itl is a decode the batch b describes
@@ -87,7 +88,7 @@ func observations(points []Point) []obs {
 			if !(b >= 1) {
 				b = a
 			}
-			out = append(out, obs{q: q, level: q, r: a - q, a: a, b: b, ttft: p.TTFT, e2e: p.E2E, itl: p.ITL, decodeOK: true})
+			out = append(out, obs{q: q, level: q, d: a - q, a: a, b: b, ttft: p.TTFT, e2e: p.E2E, itl: p.ITL, decodeOK: true})
 			continue
 		}
 		k := [3]int64{p.Time.UnixNano(), int64(p.Burst), int64(p.Cell)}
@@ -120,14 +121,14 @@ func observations(points []Point) []obs {
 		}
 		span := Statistic(spans, "p50")
 		for i, p := range ordered {
-			o := obs{q: ahead + float64(i+1), r: running + float64(len(g)-1-i), a: sent, level: level,
+			o := obs{q: ahead + float64(i+1), w: float64(len(g) - 1 - i), d: running, a: sent, level: level,
 				ttft: p.TTFT, e2e: p.E2E}
 			if p.Cell > 0 {
 				// A bench cell is a closed loop of its concurrency n, every
 				// request of every round in it: one stands, on average,
 				// amid a wave of n, half ahead of it; all decoded amid n,
 				// the n−1 others each arriving once per E2E.
-				o.q, o.r, o.a = (level+1)/2, (level-1)/2, level
+				o.q, o.d, o.a = (level+1)/2, (level-1)/2, level
 				o.itl, o.b, o.decodeOK = p.ITL, level, true
 				// Each of the n−1 others waits for its first token for
 				// a TTFT of every E2E: the chance one of them does.
@@ -176,21 +177,43 @@ type part struct {
 	wide *linearFit
 }
 
-// ttftPart fits TTFT = τ0 + τq·(q−1) + τr·r: τq per prompt prefilled
-// ahead of it, τr per request running beside it.
+// ttftPart fits TTFT = τ0 + τq·(q−1) + τw·w + τd·d: τq per prompt
+// prefilled ahead of it, τw per prompt beside it that waits for prefill
+// too, τd per sequence decoding beside it. Engines differ in the last two:
+// one that prefills the waiting prompts together (each taking a share of a
+// step's chunk budget) charges every prompt beside it as one ahead, and a
+// decoding sequence little; one that prefills first come first served in
+// chunks, in steps that also decode, charges the prompts behind it nothing
+// and every decoding sequence a step's share of each chunk; a server that
+// charges every request in flight alike charges both the same.
 func ttftPart(os []obs, pr Prior) part {
 	var p part
 	var x [][]float64
 	var y []float64
 	for _, o := range os {
 		if o.ttft > 0 && !math.IsInf(o.ttft, 0) {
-			x, y = append(x, []float64{1, o.q - 1, o.r}), append(y, o.ttft)
+			x, y = append(x, []float64{1, o.q - 1, o.w, o.d}), append(y, o.ttft)
 			p.reach = math.Max(p.reach, o.level)
 		}
 	}
 	p.fitTo(x, y, pr.TTFT, pr)
+	if p.ok && !p.fit.varies[decoding] {
+		// No probe waited beside sequences decoding (an idle server's
+		// bursts): the data cannot tell a decoder beside it from a prompt
+		// beside it, and the one charge stands for both.
+		f := &p.fit
+		f.beta[decoding], f.used[decoding] = f.beta[queued], f.used[queued]
+		f.cov[decoding][decoding] = f.cov[queued][queued]
+	}
 	return p
 }
+
+// queued and decoding are the TTFT law's columns of w, the prompts beside
+// it that wait for prefill too, and d, the sequences decoding beside it.
+const (
+	queued   = 2
+	decoding = 3
+)
 
 // itlPart fits ITL = δ0 + δb·(b−1) + δa·(a−b) + δp·s + δ2·(b−1)², the
 // last only where the data show it (curved).

@@ -16,7 +16,8 @@ const rounds = 2
 // n requests of the use case's shape (output tokens each) start together,
 // each is replaced as it ends, rounds requests per slot, and the means are
 // taken over every request. Each request's TTFT is set on arrival by the
-// TTFT law from the prefills queued ahead of it and the requests running;
+// TTFT law from the prefills queued ahead of it, those behind it and the
+// sequences decoding;
 // its ITL, at its first token, by the ITL law from the batch it decodes in
 // and the requests it arrived into. The production in flight now (running,
 // waiting) stays in flight throughout: with it, the twin says how many more
@@ -36,7 +37,7 @@ type twin struct {
 func (tw twin) with(ttft, itl []float64) twin {
 	tw.ttft, tw.itl = ttft, itl
 	if tw.ttft == nil {
-		tw.ttft = []float64{0, 0, 0}
+		tw.ttft = []float64{0, 0, 0, 0}
 	}
 	if tw.itl == nil {
 		tw.itl = []float64{0, 0, 0, 0, 0}
@@ -270,7 +271,7 @@ func (tw twin) run(n int, sc *scratch, measured bool) cell {
 				behind++
 			}
 		}
-		ttft := tw.ttft[0] + tw.ttft[1]*(ahead+tw.waiting) + tw.ttft[2]*(running+behind+tw.running)
+		ttft := tw.ttft[0] + tw.ttft[1]*(ahead+tw.waiting) + tw.ttft[queued]*behind + tw.ttft[decoding]*(running+tw.running)
 		r.first = t + math.Max(ttft, 0)
 		inFlight := 1 + ahead + running + behind + tw.running + tw.waiting
 		var s beside

@@ -175,11 +175,12 @@ func TestGeneralizationSuite(t *testing.T) {
 // of one commit gave the same totals, but a change outside the model (the
 // daemon's move into internal/daemon) moved them by 3 to 6: the floors sit
 // that far below the run (306, 367, 18 with a restart keeping the
-// target's points; docs/capacity.md).
+// target's points; 303, 374, 16 with TTFT's charge split into prompts and
+// decoders beside a probe; docs/capacity.md).
 const (
-	suiteWithin = 300
-	suiteInside = 360
-	suiteOff2x  = 22
+	suiteWithin = 297
+	suiteInside = 366
+	suiteOff2x  = 20
 )
 
 // tally counts verdicts.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -516,6 +517,58 @@ func TestFixedPart(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := fixedPart(tc.sloped); math.Abs(got-tc.want) > 0.01 {
 				t.Errorf("fixed part %.3f, want %.3f", got, tc.want)
+			}
+		})
+	}
+}
+
+// A window the store handed out never changes, whatever the series does
+// after, and where its points are the series' last it is the store's own
+// memory, not a copy: the estimator's cache keeps one per target and use
+// case. A probe that ran long, added after one sent later, straddling the
+// window's start, gets a copy of the points in it.
+func TestWindowsShareTheStore(t *testing.T) {
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	tests := []struct {
+		name   string
+		keep   time.Duration
+		before []int // seconds of the points added before the window is read
+		from   int   // the window's start
+		after  []int // seconds of those added after
+		want   []int // seconds of the window's points
+		shared bool
+	}{
+		{"growing", 0, []int{1, 2, 3}, 2, []int{4, 5, 6, 7, 8, 9, 10, 11, 12}, []int{2, 3}, true},
+		{"sliding", 10 * time.Second, []int{1, 2, 3, 4, 5, 6, 7, 8}, 5, []int{20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30}, []int{5, 6, 7, 8}, true},
+		{"keep cut short", time.Hour, []int{1, 2, 3, 4, 5, 6}, 1, []int{3601, 3700}, []int{1, 2, 3, 4, 5, 6}, true},
+		{"empty", 0, []int{1, 2}, 5, []int{6, 7}, []int{}, true},
+		{"a long probe straddles the start", 0, []int{1, 4, 2, 5}, 3, []int{6}, []int{4, 5}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := NewStore()
+			s.Keep(tc.keep)
+			for _, sec := range tc.before {
+				s.Add("a", "s", Point{Time: at(sec), TTFT: float64(sec)})
+			}
+			w := s.Window("a", "s", at(tc.from))
+			held := slices.Clone(w)
+			allocs := testing.AllocsPerRun(10, func() { s.Window("a", "s", at(tc.from)) })
+			if shared := allocs == 0; shared != tc.shared {
+				t.Errorf("window shared: %v (%v allocations), want %v", shared, allocs, tc.shared)
+			}
+			for _, sec := range tc.after {
+				s.Add("a", "s", Point{Time: at(sec), TTFT: -1})
+			}
+			if !slices.Equal(w, held) {
+				t.Fatalf("the window changed as points were added: %v, was %v", w, held)
+			}
+			got := make([]int, 0, len(w))
+			for _, p := range w {
+				got = append(got, int(p.TTFT))
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("window %v, want %v", got, tc.want)
 			}
 		})
 	}

@@ -65,8 +65,11 @@ func (r *series) add(p Point, keep time.Duration) {
 	if len(r.points)-drop >= MaxPoints {
 		drop = len(r.points) - MaxPoints + 1
 	}
+	// Points are dropped by moving the start, never by moving them: a
+	// slice since handed out keeps what it held (since). The array's
+	// dropped front goes when the series next grows into a new one, below.
 	if drop > 0 {
-		r.points = append(r.points[:0], r.points[drop:]...)
+		r.points = r.points[drop:]
 	}
 	// The capacity follows the points held, an eighth over them: a series
 	// in its steady state holds about its window's points, give or take
@@ -84,17 +87,30 @@ func (r *series) add(p Point, keep time.Duration) {
 	r.points = append(r.points, p)
 }
 
-// since returns a copy of the points at or after t, in the order added,
-// sized to them: the estimator's cache keeps it. (A probe is added when
-// it ends, so its time, when it was sent, need not follow the one before.)
+// since returns the points at or after t, in the order added. Where they
+// are the series' last points, as they are but when a probe that ran long
+// straddles t (a probe is added when it ends, so its time, when it was
+// sent, need not follow the one before), it is the series' own array,
+// capped at its end rather than copied: the estimator's cache keeps each
+// target's windows, and its copies were as large as the store. That is
+// safe because a series never writes over a point it holds: add drops
+// points by moving the start, appends past the end of any slice handed
+// out, and grows into a new array. Otherwise a copy sized to them.
 func (r *series) since(t time.Time) []Point {
+	i := len(r.points)
+	for i > 0 && !r.points[i-1].Time.Before(t) {
+		i--
+	}
 	n := 0
-	for _, p := range r.points {
+	for _, p := range r.points[:i] {
 		if !p.Time.Before(t) {
 			n++
 		}
 	}
-	out := make([]Point, 0, n)
+	if n == 0 {
+		return r.points[i:len(r.points):len(r.points)]
+	}
+	out := make([]Point, 0, n+len(r.points)-i)
 	for _, p := range r.points {
 		if !p.Time.Before(t) {
 			out = append(out, p)
@@ -139,7 +155,8 @@ func (s *Store) Add(target, scenario string, p Point) {
 	r.add(p, s.keep)
 }
 
-// Window returns the points of a series at or after t.
+// Window returns the points of a series at or after t, in the order added:
+// read them, never change them, for they may be the store's own (since).
 func (s *Store) Window(target, scenario string, t time.Time) []Point {
 	s.mu.Lock()
 	defer s.mu.Unlock()

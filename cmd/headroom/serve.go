@@ -55,6 +55,7 @@ type serveCmd struct {
 	// memLimit, memLimitRatio: --auto-gomemlimit, --auto-gomemlimit.ratio.
 	memLimit      bool
 	memLimitRatio float64
+	gogc          int // --runtime.gogc
 }
 
 func newServeCmd(app *kingpin.Application, s settings, logCfg *promslog.Config) *serveCmd {
@@ -69,6 +70,8 @@ func newServeCmd(app *kingpin.Application, s settings, logCfg *promslog.Config) 
 		Default(fmt.Sprint(s.AutoGoMemLimit)).BoolVar(&c.memLimit)
 	c.cmd.Flag("auto-gomemlimit.ratio", "The fraction of the cgroup's memory limit, in (0, 1], that --auto-gomemlimit sets Go's soft memory limit to. Env: HEADROOM_AUTO_GOMEMLIMIT_RATIO.").
 		Default(fmt.Sprint(s.AutoGoMemLimitRatio)).Float64Var(&c.memLimitRatio)
+	c.cmd.Flag("runtime.gogc", "Go's garbage collection target (GOGC): the heap grows by this percentage of the live heap between collections. Prometheus's default, 75; a GOGC variable wins. Env: HEADROOM_RUNTIME_GOGC.").
+		Default(fmt.Sprint(s.GOGC)).IntVar(&c.gogc)
 	return c
 }
 
@@ -77,6 +80,10 @@ func (c *serveCmd) run() int {
 	defer stop()
 	logger := promslog.New(c.logCfg)
 	if err := checkMemLimitRatio(c.memLimitRatio); err != nil {
+		fmt.Fprintln(os.Stderr, "headroom serve:", err)
+		return 2
+	}
+	if err := setGOGC(logger, c.gogc); err != nil {
 		fmt.Fprintln(os.Stderr, "headroom serve:", err)
 		return 2
 	}

@@ -129,3 +129,37 @@ func TestSetGoMemLimit(t *testing.T) {
 		}
 	})
 }
+
+// --runtime.gogc: Prometheus's 75 by default, a GOGC variable winning, and
+// no percentage that is not positive.
+func TestRuntimeGOGC(t *testing.T) {
+	prev := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(prev) })
+	t.Setenv("GOGC", "") // restores the old value at the end
+	os.Unsetenv("GOGC")
+	s, errs := readSettings()
+	if len(errs) > 0 {
+		t.Fatal(errs)
+	}
+	app := kingpin.New("headroom", "")
+	serve := newServeCmd(app, s, &promslog.Config{})
+	if _, err := app.Parse([]string{"serve"}); err != nil {
+		t.Fatal(err)
+	}
+	logger := promslog.NewNopLogger()
+	if err := setGOGC(logger, serve.gogc); err != nil {
+		t.Fatal(err)
+	}
+	if got := debug.SetGCPercent(100); got != 75 {
+		t.Errorf("GOGC %d by default, want 75", got)
+	}
+	os.Setenv("GOGC", "200")
+	if err := setGOGC(logger, 50); err != nil || debug.SetGCPercent(100) != 100 {
+		t.Errorf("with GOGC=200 in the environment --runtime.gogc=50 changed Go's target (err %v)", err)
+	}
+	for _, p := range []int{0, -1} {
+		if err := setGOGC(logger, p); err == nil || !strings.Contains(err.Error(), "--runtime.gogc") {
+			t.Errorf("--runtime.gogc=%d: %v, want an error naming the flag", p, err)
+		}
+	}
+}

@@ -239,6 +239,29 @@ func itlPart(os []obs, pr Prior) part {
 			r[curved] = 0
 		}
 		p.fitTo(x, y, pr.ITL, pr)
+	} else if p.ok && p.fit.varies[curved] && !p.fit.used[curved] {
+		// The bend was held at zero, its fit below it; its upper 95%
+		// limit may still be above zero: not excluding a bend is not
+		// knowing there is none, so the lower bound allows for that much.
+		nonneg := make([]bool, len(x[0])) // every slope but the bend's held at zero or above
+		for j := 1; j < len(nonneg); j++ {
+			nonneg[j] = j != curved
+		}
+		scale0 := pr.Scale
+		if !(scale0 > 0) {
+			scale0 = typicalScale
+		}
+		if free, ok := fitLinear(x, y, nonneg, slopePrior{}, scale0); ok && free.used[curved] {
+			if se := math.Sqrt(math.Max(free.cov[curved][curved], 0)); free.beta[curved]+z*se > 0 {
+				wide := p.fit
+				wide.beta, wide.used = slices.Clone(wide.beta), slices.Clone(wide.used)
+				wide.cov = slices.Clone(wide.cov)
+				wide.cov[curved] = slices.Clone(wide.cov[curved])
+				wide.beta[curved], wide.used[curved] = math.Max(free.beta[curved], 0), true
+				wide.cov[curved][curved] = se * se
+				p.wide = &wide
+			}
+		}
 	}
 	if p.ok && p.fit.used[2] {
 		// A server that fixes a request's speed on arrival (δa > 0) was

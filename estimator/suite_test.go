@@ -176,10 +176,11 @@ func TestGeneralizationSuite(t *testing.T) {
 // daemon's move into internal/daemon) moved them by 3 to 6: the floors sit
 // that far below the run (306, 367, 18 with a restart keeping the
 // target's points; 303, 374, 16 with TTFT's charge split into prompts and
-// decoders beside a probe; docs/capacity.md).
+// decoders beside a probe; 303, 390, 16 with the lower bound allowing a
+// bend whose fit fell below zero; docs/capacity.md).
 const (
 	suiteWithin = 297
-	suiteInside = 366
+	suiteInside = 382
 	suiteOff2x  = 20
 )
 

@@ -247,11 +247,7 @@ func itlPart(os []obs, pr Prior) part {
 		for j := 1; j < len(nonneg); j++ {
 			nonneg[j] = j != curved
 		}
-		scale0 := pr.Scale
-		if !(scale0 > 0) {
-			scale0 = typicalScale
-		}
-		if free, ok := fitLinear(x, y, nonneg, slopePrior{}, scale0); ok && free.used[curved] {
+		if free, ok := fitLinear(x, y, nonneg, slopePrior{}, pr.scale()); ok && free.used[curved] {
 			if se := math.Sqrt(math.Max(free.cov[curved][curved], 0)); free.beta[curved]+z*se > 0 {
 				wide := p.fit
 				wide.beta, wide.used = slices.Clone(wide.beta), slices.Clone(wide.used)
@@ -286,10 +282,7 @@ func (p *part) fitTo(x [][]float64, y []float64, r Ratio, pr Prior) {
 	for i := 1; i < len(nonneg); i++ {
 		nonneg[i] = true
 	}
-	scale0 := pr.Scale
-	if !(scale0 > 0) {
-		scale0 = typicalScale
-	}
+	scale0 := pr.scale()
 	own, ok := fitLinear(x, y, nonneg, slopePrior{}, scale0)
 	p.fit, p.ok = own, ok && len(y) >= MinSamples
 	if !ok || !(r.SE > 0) || !(r.Value > 0) {
@@ -329,6 +322,15 @@ type Prior struct {
 	TTFT, ITL Ratio
 	Scale     float64
 	Reach     float64
+}
+
+// scale is the relative residual scale a fit starts from: the target's
+// other use cases', or a probe's typical scatter where none is known.
+func (pr Prior) scale() float64 {
+	if pr.Scale > 0 {
+		return pr.Scale
+	}
+	return typicalScale
 }
 
 // Ratio is one relative slope, its standard error (SE 0: unknown) and the

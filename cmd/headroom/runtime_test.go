@@ -28,8 +28,10 @@ func withoutMemLimitEnv(t *testing.T) {
 	t.Cleanup(func() { debug.SetMemoryLimit(prev) })
 }
 
-// Prometheus 3's flags and defaults: on, at 0.9 of the cgroup's limit.
-func TestAutoGoMemLimitFlags(t *testing.T) {
+// shippedServe parses `serve` with no flags over the HEADROOM_* settings:
+// the flags a user gets.
+func shippedServe(t *testing.T) (*kingpin.Application, *serveCmd) {
+	t.Helper()
 	s, errs := readSettings()
 	if len(errs) > 0 {
 		t.Fatal(errs)
@@ -39,6 +41,12 @@ func TestAutoGoMemLimitFlags(t *testing.T) {
 	if _, err := app.Parse([]string{"serve"}); err != nil {
 		t.Fatal(err)
 	}
+	return app, serve
+}
+
+// Prometheus 3's flags and defaults: on, at 0.9 of the cgroup's limit.
+func TestAutoGoMemLimitFlags(t *testing.T) {
+	app, serve := shippedServe(t)
 	if !serve.memLimit || serve.memLimitRatio != 0.9 {
 		t.Errorf("--auto-gomemlimit=%v --auto-gomemlimit.ratio=%v by default, want true and 0.9", serve.memLimit, serve.memLimitRatio)
 	}
@@ -137,15 +145,7 @@ func TestRuntimeGOGC(t *testing.T) {
 	t.Cleanup(func() { debug.SetGCPercent(prev) })
 	t.Setenv("GOGC", "") // restores the old value at the end
 	os.Unsetenv("GOGC")
-	s, errs := readSettings()
-	if len(errs) > 0 {
-		t.Fatal(errs)
-	}
-	app := kingpin.New("headroom", "")
-	serve := newServeCmd(app, s, &promslog.Config{})
-	if _, err := app.Parse([]string{"serve"}); err != nil {
-		t.Fatal(err)
-	}
+	_, serve := shippedServe(t)
 	logger := promslog.NewNopLogger()
 	if err := setGOGC(logger, serve.gogc); err != nil {
 		t.Fatal(err)

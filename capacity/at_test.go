@@ -25,8 +25,8 @@ func TestAtIsTheEvaluationAtTheLoad(t *testing.T) {
 	}{{"placed", placed, nil}, {"bound", lone, nil}, {"seeded", lone, seed}, {"none", nil, nil}}
 	for _, c := range cases {
 		for _, lw := range [][2]float64{{0, 0}, {1, 0}, {5.3, 2}, {30, 10}, {200, 0}, {math.NaN(), math.NaN()}} {
-			want := NewMemo().Seeded("a", u, c.points, c.seed, lw[0], lw[1])
-			got := NewMemo().Seeded("a", u, c.points, c.seed, math.NaN(), math.NaN()).At(lw[0], lw[1])
+			want := NewMemo().Seeded("a", u, c.points, c.seed, Production{InFlight: lw[0], Waiting: lw[1]})
+			got := NewMemo().Seeded("a", u, c.points, c.seed, Unknown).At(Production{InFlight: lw[0], Waiting: lw[1]})
 			a, _ := json.Marshal(got)
 			b, _ := json.Marshal(want)
 			if string(a) != string(b) {

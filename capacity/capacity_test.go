@@ -21,9 +21,9 @@ var t0 = time.Unix(1_700_000_000, 0)
 type server struct {
 	ttft func(q, w, d float64) float64 // prompts ahead and itself, prompts beside it waiting, sequences decoding
 	itl  func(b, a float64) float64
-	// stall is what a decode step that also prefills adds to the ITL: a
-	// probe's ITL grows by stall times the share of its decode during which
-	// the burst's later prompts waited for their first token.
+	// stall is what a decode step that also prefills adds to it: over the
+	// share of its decode's time during which the burst's later prompts
+	// waited for their first token, a probe gets a token every ITL+stall.
 	stall float64
 }
 
@@ -70,7 +70,8 @@ func window(l server, loads []float64, bursts []int, noise float64, seed uint64)
 				if p.E2E > p.TTFT {
 					share = math.Max(0, math.Min(p.E2E, last)-p.TTFT) / (p.E2E - p.TTFT)
 				}
-				burst[i].ITL = (l.itl(b[i], float64(k)) + l.stall*share) * noise[i]
+				step := l.itl(b[i], float64(k))
+				burst[i].ITL = noise[i] / (share/(step+l.stall) + (1-share)/step)
 				burst[i].E2E = burst[i].TTFT + 127*burst[i].ITL
 			}
 			for i, p := range burst {
@@ -161,7 +162,7 @@ func TestModelRecoversKnownLaws(t *testing.T) {
 			if busy == 0 {
 				busy = 4
 			}
-			e := Evaluate("a", tc.u, window(tc.server, loads(30, 1, busy), tc.bursts, 0.03, 1), 2, 0)
+			e := Evaluate("a", tc.u, window(tc.server, loads(30, 1, busy), tc.bursts, 0.03, 1), Production{InFlight: 2})
 			if math.Abs(e.Capacity-tc.want) > 0.15*tc.want {
 				t.Errorf("capacity %.2f, want %.2f within 15%% (%s)", e.Capacity, tc.want, e.Why)
 			}
@@ -196,7 +197,7 @@ func TestPromptsBesideAreNotDecoders(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			l := server{ttft: c.ttft, itl: func(b, a float64) float64 { return 0.01 }}
-			p := ttftPart(observations(window(l, loads(30, 1, 12), []int{3, 6}, 0.03, 1)), Prior{})
+			p := ttftPart(observations(window(l, loads(30, 1, 12), []int{3, 6}, 0.03, 1), 0), Prior{})
 			for _, col := range []struct {
 				name string
 				j    int
@@ -220,7 +221,7 @@ func TestPrefillSharesTheDecodeSteps(t *testing.T) {
 		itl:   func(b, a float64) float64 { return 0.01 + 0.0005*(b-1) },
 		stall: 0.02,
 	}
-	f := itlPart(observations(window(l, loads(20, 1, 3), []int{4, 8, 16}, 0.03, 4)), Prior{})
+	f := itlPart(observations(window(l, loads(20, 1, 3), []int{4, 8, 16}, 0.03, 4), 0), Prior{})
 	for _, c := range []struct {
 		name      string
 		col       int
@@ -235,8 +236,57 @@ func TestPrefillSharesTheDecodeSteps(t *testing.T) {
 	}
 	// Without the stall, δp stays near zero.
 	l.stall = 0
-	if f := itlPart(observations(window(l, loads(20, 1, 3), []int{4, 8, 16}, 0.03, 4)), Prior{}); f.fit.beta[3] > 0.002 {
+	if f := itlPart(observations(window(l, loads(20, 1, 3), []int{4, 8, 16}, 0.03, 4), 0), Prior{}); f.fit.beta[3] > 0.002 {
 		t.Errorf("δp = %.5f without a stall, want about 0 (fit %v)", f.fit.beta[3], f.fit.beta)
+	}
+}
+
+// Production of other shapes: a decode step reads every KV token its
+// batch holds, so a 64K-context request beside a 1K probe costs it many
+// times what another 1K request does. Counted as requests, the lone
+// probes amid it read a slope four times the bursts' own, which no one
+// line fits; with the engine's KV usage the law charges production's
+// tokens beyond its count's worth apart.
+func TestProductionOfOtherShapes(t *testing.T) {
+	const (
+		perSeq   = 0.0003     // s a sequence beside adds to a step
+		perToken = 0.00002e-3 // s a KV token beside adds to a step
+		prompt   = 65536      // production's contexts
+	)
+	u := UseCase{Name: "u", Statistic: "mean", ITLMax: 0.0125, InputTokens: 1024, OutputTokens: 128}
+	own := perSeq + perToken*u.held() // another request of the use case's shape
+	l := server{ttft: func(q, w, d float64) float64 { return 0.05 * q }, itl: func(b, a float64) float64 { return 0.008 + own*(b-1) }}
+	ps := window(l, loads(30, 1, 4), []int{4, 8, 16}, 0.02, 8)
+	for i, p := range ps {
+		if p.Burst == 0 {
+			beside := p.Load - 1
+			p.ITL += beside * (perToken*prompt - own + perSeq)
+			p.E2E, p.Decode, p.KV, p.Held = p.TTFT+127*p.ITL, 1/p.ITL, beside*prompt, beside
+			ps[i] = p
+		}
+	}
+	truth := 1 + (u.ITLMax-0.008)/own
+	got := Evaluate("a", u, ps, Unknown)
+	if math.Abs(got.Capacity-truth) > 0.15*truth {
+		t.Errorf("capacity %.1f [%.1f, %.1f], want %.1f within 15%% (%s)", got.Capacity, got.Lower, got.Upper, truth, got.Why)
+	}
+	// The same probes with the engine silent on its KV cache: production
+	// counts as requests of the use case's shape, and the capacity is off.
+	var silent []Point
+	for _, p := range ps {
+		p.KV, p.Held = 0, 0
+		silent = append(silent, p)
+	}
+	if blind := Evaluate("a", u, silent, Unknown); !(math.Abs(blind.Capacity-truth) > 0.15*truth) {
+		t.Errorf("without the KV usage the capacity is %.1f, within 15%% of %.1f: the test no longer shows the term", blind.Capacity, truth)
+	}
+	// Free requests beside one production request: its tokens cost what
+	// (perToken·prompt + perSeq)/own requests of the shape would.
+	beside := got.At(Production{InFlight: 1, KV: prompt})
+	counted := got.At(Production{InFlight: 1})
+	t.Logf("capacity %.1f (truth %.1f); free beside one %d-token request %.1f, counted as one of the shape %.1f", got.Capacity, truth, prompt, beside.Free, counted.Free)
+	if want := truth - (perToken*prompt+perSeq)/own; !(math.Abs(beside.Free-want) <= math.Max(0.15*want, 1)) || !(beside.Free < counted.Free) {
+		t.Errorf("free beside a %d-token request %.1f, want %.1f (%.1f as a request of the shape)", prompt, beside.Free, want, counted.Free)
 	}
 }
 
@@ -248,7 +298,7 @@ func TestDecodeSpeedIsLinearInTheITL(t *testing.T) {
 	l := server{ttft: func(q, w, d float64) float64 { return 0.1 }, itl: func(b, a float64) float64 { return 1/254.0 + (1/125.0-1/254.0)*(b-1)/8 }}
 	u := UseCase{Name: "u", Statistic: "mean", DecodeMin: 20, OutputTokens: 128}
 	want := 1 + 8*(1/20.0-1/254.0)/(1/125.0-1/254.0)
-	e := Evaluate("a", u, window(l, loads(20, 1, 3), []int{16, 32, 64}, 0.02, 2), 1, 0)
+	e := Evaluate("a", u, window(l, loads(20, 1, 3), []int{16, 32, 64}, 0.02, 2), Production{InFlight: 1})
 	if !(math.Abs(e.Capacity-want) <= 0.15*want) { // NaN (a bound) fails too
 		t.Errorf("capacity %.2f, want %.2f (%s)", e.Capacity, want, e.Why)
 	}
@@ -273,7 +323,7 @@ func TestBoundsWhereTheDataCannotPlaceIt(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			e := Evaluate("a", u, window(l, loads(12, 1, 1), tc.bursts, 0.02, 3), 1, 0)
+			e := Evaluate("a", u, window(l, loads(12, 1, 1), tc.bursts, 0.02, 3), Production{InFlight: 1})
 			if e.Bound != "lower" || !math.IsNaN(e.Capacity) || math.Abs(e.Lower-tc.wantLower) > 0.05*tc.wantLower || !(e.Upper > e.Lower) {
 				t.Errorf("capacity %v bound %q [%v, %v], want a lower bound of %v", e.Capacity, e.Bound, e.Lower, e.Upper, tc.wantLower)
 			}
@@ -294,7 +344,7 @@ func TestMarginFreeAndRatioAgree(t *testing.T) {
 	u := UseCase{Name: "u", Statistic: "mean", TTFTMax: 8, DecodeMin: 15}
 	ps := window(l, loads(30, 1, 20), []int{3, 6, 10}, 0.03, 4)
 	for _, load := range []float64{0, 1, 5, 10, 30, 60, 120, 200} {
-		e := Evaluate("a", u, ps, load, 0)
+		e := Evaluate("a", u, ps, Production{InFlight: load})
 		if math.IsNaN(e.Capacity) {
 			t.Fatalf("load %v: no capacity (%s)", load, e.Why)
 		}
@@ -315,12 +365,12 @@ func TestMarginFreeAndRatioAgree(t *testing.T) {
 func TestOutliersDoNotMoveTheFit(t *testing.T) {
 	l := server{ttft: func(q, w, d float64) float64 { return 0.2 + 0.3*(q-1+w+d) }, itl: func(b, a float64) float64 { return 0.01 }}
 	u := UseCase{Name: "u", Statistic: "mean", TTFTMax: 2}
-	clean := Evaluate("a", u, window(l, loads(30, 1, 4), []int{3, 6}, 0, 5), 1, 0)
+	clean := Evaluate("a", u, window(l, loads(30, 1, 4), []int{3, 6}, 0, 5), Production{InFlight: 1})
 	ps := window(l, loads(30, 1, 4), []int{3, 6}, 0, 5)
 	for i := 0; i < len(ps); i += 5 {
 		ps[i].TTFT *= 10
 	}
-	dirty := Evaluate("a", u, ps, 1, 0)
+	dirty := Evaluate("a", u, ps, Production{InFlight: 1})
 	if !(math.Abs(dirty.Capacity-clean.Capacity) <= 0.1*clean.Capacity) {
 		t.Errorf("capacity %.2f with outliers, %.2f without", dirty.Capacity, clean.Capacity)
 	}
@@ -369,7 +419,7 @@ func TestBurst(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			e := Evaluate("a", u, window(l, loads(12, 1, 2), tc.bursts, 0.02, 6), tc.load, tc.queued)
+			e := Evaluate("a", u, window(l, loads(12, 1, 2), tc.bursts, 0.02, 6), Production{InFlight: tc.load, Waiting: tc.queued})
 			if got := Burst(e, tc.load, tc.queued, tc.maxBurst); got != tc.want {
 				t.Errorf("Burst = %d, want %d (capacity %.2f [%.2f, %.2f] %s)", got, tc.want, e.Capacity, e.Lower, e.Upper, e.Why)
 			}
@@ -472,7 +522,7 @@ func BenchmarkEvaluate(b *testing.B) {
 	u := UseCase{Name: "c", Statistic: "p90", TTFTMax: 5, DecodeMin: 15}
 	for b.Loop() {
 		for range 100 * 5 {
-			Evaluate("a", u, ps, 3, 0)
+			Evaluate("a", u, ps, Production{InFlight: 3})
 		}
 	}
 }

@@ -31,6 +31,13 @@ type UseCase struct {
 	Prior Prior
 }
 
+// held is the KV-cache tokens a request of the use case's shape holds, on
+// average over its decode: its prompt, and half its output (an engine
+// such as vLLM takes blocks as tokens come; one that reserves the output
+// on admission holds half an output more, a small share of a context
+// whose prompt dominates it).
+func (u UseCase) held() float64 { return float64(u.InputTokens) + float64(u.OutputTokens)/2 }
+
 // SLO is one threshold of a use case, as exported in headroom_slo_threshold.
 type SLO struct {
 	Name      string  `json:"slo"` // ttft_seconds, e2e_seconds, itl_seconds, decode_tokens_per_second
@@ -95,20 +102,28 @@ type Estimate struct {
 	fit *fitted
 }
 
-// At is the estimate read at another load (requests in flight, of them
-// waiting) from the fit it was read from: what the evaluation that gave e
-// would have given at that load, with e read at an unknown load (NaN).
-// Only the load, the free requests, the ratio and the margins answer to
-// the load; the window, the fit and the capacity do not, and are not
-// evaluated again. Its SLOs are e's copied.
-func (e Estimate) At(load, waiting float64) Estimate {
-	e.Load = load
-	if e.fit == nil || math.IsNaN(load) {
+// Production is what runs on a target besides the probes, as its engine
+// says now: the requests in flight (NaN: unknown), of them waiting, and the
+// KV-cache tokens its running ones hold (0 or NaN where the engine does not
+// say: its requests then count as the use case's shape).
+type Production struct{ InFlight, Waiting, KV float64 }
+
+// Unknown is a Production the engine has said nothing of.
+var Unknown = Production{InFlight: math.NaN(), Waiting: math.NaN(), KV: math.NaN()}
+
+// At is the estimate read at another production from the fit it was read
+// from: what the evaluation that gave e would have given with it, with e
+// read at Unknown. Only the load, the free requests, the ratio and the
+// margins answer to production; the window, the fit and the capacity do
+// not, and are not evaluated again. Its SLOs are e's copied.
+func (e Estimate) At(now Production) Estimate {
+	e.Load = now.InFlight
+	if e.fit == nil || math.IsNaN(now.InFlight) {
 		return e
 	}
 	e.SLOs = slices.Clone(e.SLOs)
 	why := e.Why // Seeded's own, where it has one
-	e.fit.apply(&e, load, waiting)
+	e.fit.apply(&e, now)
 	e.Why = why
 	return e
 }
@@ -141,24 +156,24 @@ func (s SLO) Of(p Point) float64 {
 	return p.Decode
 }
 
-// Evaluate estimates a use case from its window's points at the load now
-// (requests in flight, of them waiting): the engine model (model.go) fitted
-// to the window, solved for N requests of the use case's shape together.
-func Evaluate(target string, u UseCase, points []Point, load, waiting float64) Estimate {
-	return (*Memo)(nil).evaluate(target, u, points, load, waiting, "")
+// Evaluate estimates a use case from its window's points with the
+// production now: the engine model (model.go) fitted to the window, solved
+// for N requests of the use case's shape together.
+func Evaluate(target string, u UseCase, points []Point, now Production) Estimate {
+	return (*Memo)(nil).evaluate(target, u, points, now, "")
 }
 
 // evaluate is Evaluate with the memo's fits, kept under slot beside the
 // target and use case.
-func (m *Memo) evaluate(target string, u UseCase, points []Point, load, waiting float64, slot string) Estimate {
+func (m *Memo) evaluate(target string, u UseCase, points []Point, now Production, slot string) Estimate {
 	e := Estimate{Target: target, UseCase: u.Name, Scenario: u.Scenario, Capacity: math.NaN(), Lower: math.NaN(), Upper: math.NaN(), Aim: math.NaN(),
-		Load: load, Free: math.NaN(), Ratio: math.NaN(), Margin: math.NaN(), SamplesNeeded: MinSamples, Points: points}
+		Load: now.InFlight, Free: math.NaN(), Ratio: math.NaN(), Margin: math.NaN(), SamplesNeeded: MinSamples, Points: points}
 	e.SLOs = u.SLOs()
 	if len(points) == 0 {
 		e.Why = "no successful probe in the window"
 		return e
 	}
-	os := observations(points)
+	os := observations(points, u.held())
 	e.Samples = len(os)
 	// Until the laws are placed, the margin is the window's statistic over
 	// the lone probes: what users met at the loads production made.
@@ -183,7 +198,7 @@ func (m *Memo) evaluate(target string, u UseCase, points []Point, load, waiting 
 		e.Margin = math.NaN()
 	}
 	e.fit = m.fit([3]string{target, u.Name, slot}, u, points, os)
-	e.fit.apply(&e, load, waiting)
+	e.fit.apply(&e, now)
 	return e
 }
 
@@ -211,12 +226,12 @@ func values(points []Point, value func(Point) float64) []float64 {
 // same server: cells of requests sent together) as a prior: while the
 // window's probes alone cannot carry an estimate, probes and bench points
 // together do. The margins stay those of the probes at the current load.
-func (m *Memo) Seeded(target string, u UseCase, points, seed []Point, load, waiting float64) Estimate {
-	e := m.evaluate(target, u, points, load, waiting, "")
+func (m *Memo) Seeded(target string, u UseCase, points, seed []Point, now Production) Estimate {
+	e := m.evaluate(target, u, points, now, "")
 	if !math.IsNaN(e.Capacity) || len(seed) == 0 {
 		return e
 	}
-	s := m.evaluate(target, u, append(append([]Point(nil), seed...), points...), load, waiting, "seed")
+	s := m.evaluate(target, u, append(append([]Point(nil), seed...), points...), now, "seed")
 	if math.IsNaN(s.Capacity) {
 		return e
 	}

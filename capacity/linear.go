@@ -269,7 +269,7 @@ func weightedLS(x [][]float64, y, w []float64, used []bool) (beta []float64, inv
 			a[s][2*p] += w[i] * r[js] * y[i]
 		}
 	}
-	// Gauss-Jordan with partial pivoting: at most four columns.
+	// Gauss-Jordan with partial pivoting: at most six columns.
 	for c := range p {
 		piv := c
 		for r := c + 1; r < p; r++ {

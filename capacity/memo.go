@@ -37,7 +37,7 @@ func (m *Memo) Forget(target string) {
 // rests on changed: the points (a window only gains points at its end and
 // loses them at its start), the use case and its prior.
 func (m *Memo) fit(id [3]string, u UseCase, points []Point, os []obs) *fitted {
-	shape := twin{output: float64(max(u.OutputTokens, 2)), input: float64(u.InputTokens)}
+	shape := twin{output: float64(max(u.OutputTokens, 2)), input: float64(u.InputTokens), held: u.held()}
 	if u.KVTokens > 0 {
 		shape.kv = u.KVTokens
 	}

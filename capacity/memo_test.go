@@ -20,7 +20,7 @@ func BenchmarkMemoRetained(b *testing.B) {
 		runtime.ReadMemStats(&before)
 		m := NewMemo()
 		for i := range fits {
-			m.Seeded(fmt.Sprint(i), u, ps, nil, 3, 0)
+			m.Seeded(fmt.Sprint(i), u, ps, nil, Production{InFlight: 3})
 		}
 		runtime.GC()
 		runtime.ReadMemStats(&after)

@@ -13,14 +13,26 @@ import (
 // server with, each term a named physical cost (docs/capacity-model.md):
 //
 //	TTFT = τ0 + τq·(q−1) + τw·w + τd·d   q: prompts prefilled ahead of it, itself
-//	                                      included; w: prompts beside it waiting
+//	       + τk·k                         included; w: prompts beside it waiting
 //	                                      for prefill too; d: sequences decoding
-//	ITL  = δ0 + δb·(b−1) + δa·(a−b)      b: the batch it decoded in; a: requests in
-//	       + δp·s + δ2·(b−1)²            flight when it arrived, which fix the speed
-//	                                      on servers that plan a request on arrival;
-//	                                      s: the share of its decode while prompts
-//	                                      were waiting for their first token, whose
-//	                                      prefill shares its steps
+//	ITL  = 1 / (s/(D+δp) + (1−s)/D)      D, a decode step: δ0 + δb·(b−1) + δa·(a−b)
+//	                                      + δ2·(b−1)² + δk·k; b: the batch it decoded
+//	                                      in; a: requests in flight when it arrived,
+//	                                      which fix the speed on servers that plan a
+//	                                      request on arrival; s: the share of its
+//	                                      decode's time while prompts were waiting
+//	                                      for their first token, whose prefill makes
+//	                                      each step δp longer; k: the KV tokens
+//	                                      production's sequences hold beyond as many
+//	                                      of the use case's shape (thousands)
+//
+// Every count is of requests of the use case's own shape, which is what its
+// bursts measure and what the capacity asks; production's requests are of
+// any shape, and a decode step reads every token its batch holds, so k
+// charges what production holds beyond its count's worth (the engine's KV
+// usage says): zero where production is of the use case's shape or the
+// engine does not say, and the capacity's twin, with no production, never
+// reads it.
 //
 // The twin (twin.go) runs these laws through the reports' protocol, N
 // requests of the use case's shape together, for the capacity; with
@@ -53,6 +65,7 @@ type obs struct {
 	// for prefill too (behind it); d: sequences decoding beside it; a: in
 	// flight at arrival; b: decode batch.
 	q, w, d, a, b  float64
+	kv             float64 // k: production's KV tokens beyond its count's worth, thousands
 	level          float64 // the requests together it stands for
 	ttft, e2e, itl float64
 	decodeOK       bool // itl is a decode the batch b describes
@@ -65,8 +78,10 @@ type obs struct {
 
 // observations turns a window's points into the model's observations: a
 // lone probe at its level and load, and each probe of a burst or a bench
-// cell by its place in it (below).
-func observations(points []Point) []obs {
+// cell by its place in it (below). perRequest is the KV tokens a request
+// of the use case's shape holds, on average over its decode.
+func observations(points []Point, perRequest float64) []obs {
+	excess := func(p Point) float64 { return (p.KV - p.Held*perRequest) / 1000 }
 	var out []obs
 	groups := map[[3]int64][]Point{}
 	var keys [][3]int64
@@ -88,7 +103,7 @@ func observations(points []Point) []obs {
 			if !(b >= 1) {
 				b = a
 			}
-			out = append(out, obs{q: q, level: q, d: a - q, a: a, b: b, ttft: p.TTFT, e2e: p.E2E, itl: p.ITL, decodeOK: true})
+			out = append(out, obs{q: q, level: q, d: a - q, a: a, b: b, kv: excess(p), ttft: p.TTFT, e2e: p.E2E, itl: p.ITL, decodeOK: true})
 			continue
 		}
 		k := [3]int64{p.Time.UnixNano(), int64(p.Burst), int64(p.Cell)}
@@ -122,7 +137,7 @@ func observations(points []Point) []obs {
 		span := Statistic(spans, "p50")
 		for i, p := range ordered {
 			o := obs{q: ahead + float64(i+1), w: float64(len(g) - 1 - i), d: running, a: sent, level: level,
-				ttft: p.TTFT, e2e: p.E2E}
+				kv: excess(g[0]), ttft: p.TTFT, e2e: p.E2E}
 			if p.Cell > 0 {
 				// A bench cell is a closed loop of its concurrency n, every
 				// request of every round in it: one stands, on average,
@@ -138,12 +153,11 @@ func observations(points []Point) []obs {
 				// production's running requests, and each of the burst's
 				// others for the share of its decode they decoded with it
 				// (the requests in flight would count the prompts still
-				// queued for prefill, which share no decode step); the
-				// burst's prompts waited for their first token until the
-				// last of them came. Its decode is taken to last the
-				// burst's median: with its own length, a probe slowed by
-				// noise would seem to have decoded beside fewer, and the
-				// batch's slope would take the noise for the law.
+				// queued for prefill, which share no decode step). For the
+				// batch its decode is taken to last the burst's median:
+				// with its own length, a probe slowed by noise would seem
+				// to have decoded beside fewer, and the batch's slope would
+				// take the noise for the law.
 				end := p.TTFT + span
 				shared := 0.0
 				for j, q := range ordered {
@@ -153,7 +167,13 @@ func observations(points []Point) []obs {
 				}
 				o.itl, o.decodeOK = p.ITL, true
 				o.b = 1 + running + shared/span
-				o.prefilling = math.Max(0, math.Min(end, ordered[len(g)-1].TTFT)-p.TTFT) / span
+				// The burst's prompts waited for their first token until
+				// the last of them came: s is the share of its own
+				// decode's time until then, as the law's mean interval
+				// weighs the slow steps by their time (fitITL).
+				if own := p.E2E - p.TTFT; own > 0 {
+					o.prefilling = math.Max(0, math.Min(p.E2E, ordered[len(g)-1].TTFT)-p.TTFT) / own
+				}
 			}
 			out = append(out, o)
 		}
@@ -192,11 +212,11 @@ func ttftPart(os []obs, pr Prior) part {
 	var y []float64
 	for _, o := range os {
 		if o.ttft > 0 && !math.IsInf(o.ttft, 0) {
-			x, y = append(x, []float64{1, o.q - 1, o.w, o.d}), append(y, o.ttft)
+			x, y = append(x, []float64{1, o.q - 1, o.w, o.d, o.kv}), append(y, o.ttft)
 			p.reach = math.Max(p.reach, o.level)
 		}
 	}
-	p.fitTo(x, y, pr.TTFT, pr)
+	p.fitTo(x, y, pr.TTFT, pr, fitLinear)
 	if p.ok && !p.fit.varies[decoding] {
 		// No probe waited beside sequences decoding (an idle server's
 		// bursts): the data cannot tell a decoder beside it from a prompt
@@ -208,15 +228,99 @@ func ttftPart(os []obs, pr Prior) part {
 	return p
 }
 
+// prefilling is the ITL law's column of s.
+const prefilling = 3
+
+// fitter fits a law's coefficients to observations (fitLinear's
+// arguments and result).
+type fitter func(x [][]float64, y []float64, nonneg []bool, prior slopePrior, scale0 float64) (linearFit, bool)
+
+// fitITL fits the ITL law, which a step's prefill makes nonlinear: over
+// a share s of its decode's time the request gets a token every D+δp, over
+// the rest every D, so its mean interval is the harmonic 1/(s/(D+δp) +
+// (1−s)/D), not D + δp·s. A short probe that decoded amid a burst's
+// prefills got few of its tokens then; a mean linear in s reads it as a
+// small δp, and the bend then takes the slow steps for the batch's. The
+// law is homogeneous of degree one in its coefficients, so its value is
+// its Jacobian times them: Gauss-Newton is fitLinear on the Jacobian's
+// columns, from the straight line's fit, until the coefficients settle.
+func fitITL(x [][]float64, y []float64, nonneg []bool, prior slopePrior, scale0 float64) (linearFit, bool) {
+	f, ok := fitLinear(x, y, nonneg, prior, scale0)
+	for range gaussNewton {
+		if !ok || !f.used[prefilling] || !(f.beta[prefilling] > 0) {
+			return f, ok
+		}
+		j := make([][]float64, len(x))
+		for i, r := range x {
+			dD, dP, ok := stepShare(f.beta, r)
+			if !ok {
+				return f, true
+			}
+			j[i] = make([]float64, len(r))
+			for c, v := range r {
+				j[i][c] = dD * v
+			}
+			j[i][prefilling] = dP
+		}
+		next, nok := fitLinear(j, y, nonneg, prior, scale0)
+		if !nok {
+			return f, true
+		}
+		moved := 0.0
+		for c := range f.beta {
+			moved = math.Max(moved, math.Abs(next.beta[c]-f.beta[c])/math.Max(math.Abs(f.beta[c]), 1e-6))
+		}
+		f = next
+		if moved < 1e-4 {
+			break
+		}
+	}
+	return f, ok
+}
+
+// gaussNewton is the most rounds fitITL takes; from the straight line's
+// fit it settles in a few.
+const gaussNewton = 20
+
+// stepShare is the ITL law at one observation's columns r with the
+// coefficients beta (interval), and its derivatives in the decode step D
+// and in δp; ok false where D is not positive.
+func stepShare(beta, r []float64) (dD, dP float64, ok bool) {
+	d := 0.0
+	for c, b := range beta {
+		if c != prefilling {
+			d += b * r[c]
+		}
+	}
+	p, s := beta[prefilling], r[prefilling]
+	if !(d > 0) {
+		return 0, 0, false
+	}
+	den := d + (1-s)*p
+	return ((2*d+p)*den - d*(d+p)) / (den * den), s * d * d / (den * den), true
+}
+
+// interval is the ITL law's mean interval between tokens for a decode step
+// d, a prefill's δp and the share s of the decode's time that prefills.
+func interval(d, p, s float64) float64 {
+	if !(p > 0) || !(s > 0) {
+		return d
+	}
+	return d * (d + p) / (d + (1-s)*p)
+}
+
 // queued and decoding are the TTFT law's columns of w, the prompts beside
-// it that wait for prefill too, and d, the sequences decoding beside it.
+// it that wait for prefill too, and d, the sequences decoding beside it;
+// ttftKV and itlKV each law's column of k.
 const (
 	queued   = 2
 	decoding = 3
+	ttftKV   = 4
+	itlKV    = 5
 )
 
-// itlPart fits ITL = δ0 + δb·(b−1) + δa·(a−b) + δp·s + δ2·(b−1)², the
-// last only where the data show it (curved).
+// itlPart fits the ITL law, its bend δ2 only where the data show it
+// (curved).
 func itlPart(os []obs, pr Prior) part {
 	var p part
 	var x [][]float64
@@ -224,11 +328,11 @@ func itlPart(os []obs, pr Prior) part {
 	arrived := 0.0
 	for _, o := range os {
 		if o.decodeOK && o.itl > 0 && !math.IsInf(o.itl, 0) {
-			x, y = append(x, []float64{1, o.b - 1, math.Max(o.a-o.b, 0), o.prefilling, (o.b - 1) * (o.b - 1)}), append(y, o.itl)
+			x, y = append(x, []float64{1, o.b - 1, math.Max(o.a-o.b, 0), o.prefilling, (o.b - 1) * (o.b - 1), o.kv}), append(y, o.itl)
 			p.reach, arrived = math.Max(p.reach, o.b), math.Max(arrived, o.a)
 		}
 	}
-	p.fitTo(x, y, pr.ITL, pr)
+	p.fitTo(x, y, pr.ITL, pr, fitITL)
 	if p.ok && p.fit.used[curved] && p.fit.beta[curved] < z*math.Sqrt(p.fit.cov[curved][curved]) {
 		// A bend the data cannot tell from noise is left out of the
 		// estimate: with it, a line's noise would bend the extrapolation
@@ -238,7 +342,7 @@ func itlPart(os []obs, pr Prior) part {
 		for _, r := range x {
 			r[curved] = 0
 		}
-		p.fitTo(x, y, pr.ITL, pr)
+		p.fitTo(x, y, pr.ITL, pr, fitITL)
 	} else if p.ok && p.fit.varies[curved] && !p.fit.used[curved] {
 		// The bend was held at zero, its fit below it; its upper 95%
 		// limit may still be above zero: not excluding a bend is not
@@ -247,7 +351,7 @@ func itlPart(os []obs, pr Prior) part {
 		for j := 1; j < len(nonneg); j++ {
 			nonneg[j] = j != curved
 		}
-		if free, ok := fitLinear(x, y, nonneg, slopePrior{}, pr.scale()); ok && free.used[curved] {
+		if free, ok := fitITL(x, y, nonneg, slopePrior{}, pr.scale()); ok && free.used[curved] {
 			if se := math.Sqrt(math.Max(free.cov[curved][curved], 0)); free.beta[curved]+z*se > 0 {
 				wide := p.fit
 				wide.beta, wide.used = slices.Clone(wide.beta), slices.Clone(wide.used)
@@ -273,7 +377,7 @@ func itlPart(os []obs, pr Prior) part {
 // shares that ratio across prompt lengths (Prior), but only roughly, so it
 // is held to within priorSpread of its value and a use case's own bursts
 // soon outweigh it.
-func (p *part) fitTo(x [][]float64, y []float64, r Ratio, pr Prior) {
+func (p *part) fitTo(x [][]float64, y []float64, r Ratio, pr Prior, fitWith fitter) {
 	if len(y) == 0 {
 		return
 	}
@@ -283,7 +387,7 @@ func (p *part) fitTo(x [][]float64, y []float64, r Ratio, pr Prior) {
 		nonneg[i] = true
 	}
 	scale0 := pr.scale()
-	own, ok := fitLinear(x, y, nonneg, slopePrior{}, scale0)
+	own, ok := fitWith(x, y, nonneg, slopePrior{}, scale0)
 	p.fit, p.ok = own, ok && len(y) >= MinSamples
 	if !ok || !(r.SE > 0) || !(r.Value > 0) {
 		return
@@ -294,7 +398,7 @@ func (p *part) fitTo(x [][]float64, y []float64, r Ratio, pr Prior) {
 	}
 	m := r.Value * work
 	sd := math.Hypot(priorSpread*m, r.SE*work)
-	p.fit, p.ok = fitLinear(x, y, nonneg, slopePrior{value: m, sd: sd}, scale0)
+	p.fit, p.ok = fitWith(x, y, nonneg, slopePrior{value: m, sd: sd}, scale0)
 	p.reach = math.Max(p.reach, pr.Reach)
 }
 
@@ -357,8 +461,8 @@ type Slopes struct {
 type Slope struct{ Intercept, Value, SE float64 }
 
 // Ratios is what one use case's own data say of its laws (Slopes).
-func Ratios(points []Point) Slopes {
-	os := observations(points)
+func Ratios(u UseCase, points []Point) Slopes {
+	os := observations(points, u.held())
 	var out Slopes
 	for _, p := range []struct {
 		part part
@@ -492,7 +596,7 @@ type fitted struct {
 	capacity      float64
 
 	mu       sync.Mutex
-	readings map[[2]float64]reading
+	readings map[[3]float64]reading
 }
 
 // fit fits the laws to os and runs them in the twin (twin.go) with output
@@ -510,7 +614,7 @@ func fit(slos []SLO, os []obs, stat string, shape twin, pr Prior) *fitted {
 		}
 	}
 	f := &fitted{laws: shape.with(ttft.fit.beta, itl.fit.beta), slos: slices.Clone(slos), capacity: math.NaN(), sloped: true,
-		aim: math.Inf(1), reach: math.Inf(1), readings: map[[2]float64]reading{}}
+		aim: math.Inf(1), reach: math.Inf(1), readings: map[[3]float64]reading{}}
 	base := &cells{tw: f.laws}
 	type sloFit struct {
 		est, lo, hi, raw float64
@@ -597,9 +701,8 @@ func fit(slos []SLO, os []obs, stat string, shape twin, pr Prior) *fitted {
 	return f
 }
 
-// apply puts a fit into e, at the load now (requests in flight, of them
-// waiting).
-func (f *fitted) apply(e *Estimate, load, waiting float64) {
+// apply puts a fit into e with the production now.
+func (f *fitted) apply(e *Estimate, now Production) {
 	for i := range e.SLOs {
 		s, g := &e.SLOs[i], f.slos[i]
 		s.Capacity, s.Lower, s.Upper, s.Curve = g.Capacity, g.Lower, g.Upper, g.Curve
@@ -622,13 +725,14 @@ func (f *fitted) apply(e *Estimate, load, waiting float64) {
 		return
 	}
 	e.Capacity, e.Lower, e.Upper = f.capacity, f.lower, f.upper
-	if math.IsNaN(load) {
+	if math.IsNaN(now.InFlight) {
 		return
 	}
 	// The margin, the free requests and the ratio are one reading of the
-	// same twin with the load now in it, so that they never disagree: the
-	// margin is what one more request would meet, free how many more fit.
-	r := f.at(load, waiting, e.SLOs)
+	// same twin with the production now in it, so that they never
+	// disagree: the margin is what one more request would meet, free how
+	// many more fit.
+	r := f.at(now, e.SLOs)
 	free := r.free
 	e.Margin = math.Inf(1)
 	for i := range e.SLOs {
@@ -652,16 +756,21 @@ type reading struct {
 	free    float64
 }
 
-// at reads the twin at the load now, to a quarter of a request (the
-// engine's own readings are means over a scrape), keeping the last few
-// readings: the daemon asks at every scrape, page and calibration decision.
-func (f *fitted) at(load, waiting float64, slos []SLO) reading {
+// at reads the twin with the production now, to a quarter of a request
+// (the engine's own readings are means over a scrape) and a thousand KV
+// tokens, keeping the last few readings: the daemon asks at every scrape,
+// page and calibration decision.
+func (f *fitted) at(now Production, slos []SLO) reading {
 	w := 0.0
-	if waiting > 0 {
-		w = math.Round(waiting*4) / 4
+	if now.Waiting > 0 {
+		w = math.Round(now.Waiting*4) / 4
 	}
-	running := math.Max(math.Round(load*4)/4-w, 0)
-	key := [2]float64{running, w}
+	running := math.Max(math.Round(now.InFlight*4)/4-w, 0)
+	beyond := 0.0
+	if now.KV > 0 {
+		beyond = math.Round(now.KV/1000 - running*f.laws.held/1000)
+	}
+	key := [3]float64{running, w, beyond}
 	f.mu.Lock()
 	r, ok := f.readings[key]
 	f.mu.Unlock()
@@ -669,13 +778,13 @@ func (f *fitted) at(load, waiting float64, slos []SLO) reading {
 		return r
 	}
 	tw := f.laws
-	tw.running, tw.waiting = running, w
-	now := &cells{tw: tw}
-	one := now.at(1)
+	tw.running, tw.waiting, tw.beyond = running, w, beyond
+	cs := &cells{tw: tw}
+	one := cs.at(1)
 	r = reading{free: math.Inf(1)}
 	for _, s := range slos {
 		r.margins = append(r.margins, margin(s.Name, one.value(s.Name), s.Threshold))
-		r.free = math.Min(r.free, now.limit(s, int(math.Ceil(f.capacity))+1))
+		r.free = math.Min(r.free, cs.limit(s, int(math.Ceil(f.capacity))+1))
 	}
 	f.mu.Lock()
 	if len(f.readings) >= readings {

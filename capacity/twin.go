@@ -31,16 +31,20 @@ type twin struct {
 	// is admitted first come first served while it fits (vLLM reserves as
 	// it decodes, so this errs on the early side); the rest wait.
 	kv, kvBusy, input float64
+	// beyond is the laws' k while production runs: the KV tokens, in
+	// thousands, its running requests hold beyond as many of the shape,
+	// each of which holds held (UseCase.held).
+	beyond, held float64
 }
 
 // with is the twin of these laws' coefficients.
 func (tw twin) with(ttft, itl []float64) twin {
 	tw.ttft, tw.itl = ttft, itl
 	if tw.ttft == nil {
-		tw.ttft = []float64{0, 0, 0, 0}
+		tw.ttft = make([]float64, ttftKV+1)
 	}
 	if tw.itl == nil {
-		tw.itl = []float64{0, 0, 0, 0, 0}
+		tw.itl = make([]float64, itlKV+1)
 	}
 	return tw
 }
@@ -271,7 +275,7 @@ func (tw twin) run(n int, sc *scratch, measured bool) cell {
 				behind++
 			}
 		}
-		ttft := tw.ttft[0] + tw.ttft[1]*(ahead+tw.waiting) + tw.ttft[queued]*behind + tw.ttft[decoding]*(running+tw.running)
+		ttft := tw.ttft[0] + tw.ttft[1]*(ahead+tw.waiting) + tw.ttft[queued]*behind + tw.ttft[decoding]*(running+tw.running) + tw.ttft[ttftKV]*tw.beyond
 		r.first = t + math.Max(ttft, 0)
 		inFlight := 1 + ahead + running + behind + tw.running + tw.waiting
 		var s beside
@@ -287,9 +291,9 @@ func (tw twin) run(n int, sc *scratch, measured bool) cell {
 				s.prefilling = 1
 			}
 		}
-		itl := tw.itl[0] + tw.itl[1]*(s.batch-1) + tw.itl[2]*math.Max(inFlight-s.batch, 0)
-		itl += tw.itl[3]*s.prefilling + tw.itl[curved]*(s.batch-1)*(s.batch-1)
-		itl = math.Max(itl, 1e-9)
+		step := tw.itl[0] + tw.itl[1]*(s.batch-1) + tw.itl[2]*math.Max(inFlight-s.batch, 0)
+		step += tw.itl[curved]*(s.batch-1)*(s.batch-1) + tw.itl[itlKV]*tw.beyond
+		itl := interval(math.Max(step, 1e-9), tw.itl[prefilling], s.prefilling)
 		r.end = r.first + (tw.output-1)*itl
 		active = append(active, r)
 		done = append(done, r)

@@ -24,7 +24,12 @@ type Point struct {
 	// Sent is the requests in flight when it was sent, itself and its
 	// burst included: what a server that plans a request's speed on
 	// arrival answers to. 0 where not known.
-	Sent   float64 `json:"sent,omitempty"`
+	Sent float64 `json:"sent,omitempty"`
+	// KV is the KV-cache tokens production's Held running requests held
+	// when it was sent; both 0 where the engine does not say (the KV term
+	// then sees production as requests of the use case's own shape).
+	KV     float64 `json:"kv_tokens,omitempty"`
+	Held   float64 `json:"kv_held,omitempty"`
 	TTFT   float64 `json:"ttft_s"`
 	E2E    float64 `json:"e2e_s"`
 	ITL    float64 `json:"itl_s"`

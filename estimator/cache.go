@@ -8,6 +8,7 @@ import (
 
 	"github.com/headroom-dev/headroom/capacity"
 	"github.com/headroom-dev/headroom/config"
+	"github.com/headroom-dev/headroom/engine"
 )
 
 // The estimates are cached per target, so that a /metrics scrape, the
@@ -107,12 +108,21 @@ type inputs struct {
 }
 
 // loadKey is what an estimate reads of the load: the requests in flight,
-// and of them waiting (NaN, unknown, equal to itself here).
-type loadKey struct{ inFlight, waiting uint64 }
+// of them waiting, and the KV tokens they hold (NaN, unknown, equal to
+// itself here).
+type loadKey struct{ inFlight, waiting, kv uint64 }
 
-func keyOf(inFlight, waiting float64) loadKey {
-	return loadKey{math.Float64bits(inFlight), math.Float64bits(waiting)}
+func keyOf(p capacity.Production) loadKey {
+	return loadKey{math.Float64bits(p.InFlight), math.Float64bits(p.Waiting), math.Float64bits(p.KV)}
 }
+
+// production is what the engine's reading says runs on the target now.
+func production(l engine.Load) capacity.Production {
+	return capacity.Production{InFlight: l.InFlight(), Waiting: l.Waiting, KV: l.KVUsage * l.KVTokens}
+}
+
+// unread is the load of a target whose engine has said nothing.
+var unread = engine.Load{Running: math.NaN(), Waiting: math.NaN(), KVUsage: math.NaN(), KVTokens: math.NaN()}
 
 // holds says whether the inputs are still those of now with the KV cache kv.
 func (in *inputs) holds(kv float64, now time.Time) bool {
@@ -135,7 +145,7 @@ func (e *Estimator) read(target string, s spec, kv float64, now time.Time) *inpu
 		in.cus[i].KVTokens = kv
 		in.cus[i].Recent = now.Add(-u.Window)
 		in.points[i] = e.store.Window(target, u.Scenario, now.Add(-u.CurveWindow))
-		ratios[i] = capacity.Ratios(append(slices.Clone(s.seeds[i]), in.points[i]...))
+		ratios[i] = capacity.Ratios(in.cus[i], append(slices.Clone(s.seeds[i]), in.points[i]...))
 		// A point is in a window while now is at most its time plus the
 		// window (Store.Window and the margins' Recent: at or after now
 		// less the window).
@@ -153,16 +163,18 @@ func (e *Estimator) read(target string, s spec, kv float64, now time.Time) *inpu
 	return in
 }
 
-// estimates returns a target's estimates at the load (requests in flight,
-// of them waiting; kvTokens, the KV cache in tokens where the engine says)
-// and now: from its cache where nothing they rest on has changed since (the
-// list at the top of this file). The slice and what it holds are shared
-// with other callers: read them, never change them.
+// estimates returns a target's estimates at the engine's reading load (the
+// requests in flight, of them waiting, the KV cache they hold and its size
+// in tokens where the engine says) and now: from its cache where nothing
+// they rest on has changed since (the list at the top of this file). The
+// slice and what it holds are shared with other callers: read them, never
+// change them.
 //
 // fill: only where the target has no entry (refresh), returning nil where
 // it has one.
-func (e *Estimator) estimates(target string, inFlight, waiting, kvTokens float64, now time.Time, fill bool) (spec, []capacity.Estimate) {
-	key := keyOf(inFlight, waiting)
+func (e *Estimator) estimates(target string, load engine.Load, now time.Time, fill bool) (spec, []capacity.Estimate) {
+	prod, kvTokens := production(load), load.KVTokens
+	key := keyOf(prod)
 	e.mu.Lock()
 	ts := e.targets[target]
 	if ts == nil {
@@ -193,12 +205,12 @@ func (e *Estimator) estimates(target string, inFlight, waiting, kvTokens float64
 		in = e.read(target, ts.spec, kv, now)
 		base = make([]capacity.Estimate, len(ts.spec.us))
 		for i := range ts.spec.us {
-			base[i] = e.memo.Seeded(target, in.cus[i], in.points[i], ts.spec.seeds[i], math.NaN(), math.NaN())
+			base[i] = e.memo.Seeded(target, in.cus[i], in.points[i], ts.spec.seeds[i], capacity.Unknown)
 		}
 	}
 	out := make([]capacity.Estimate, len(base))
 	for i, b := range base {
-		out[i] = b.At(inFlight, waiting)
+		out[i] = b.At(prod)
 	}
 	e.mu.Lock()
 	// Kept unless the points changed meanwhile; a refresh keeps what a
@@ -231,7 +243,7 @@ func (e *Estimator) refresh(target string) {
 		ts.pending = false // a probe recorded from here on asks for another
 		e.mu.Unlock()
 		// Nothing where a question that came first computed them since.
-		e.estimates(target, math.NaN(), math.NaN(), math.NaN(), time.Now(), true)
+		e.estimates(target, unread, time.Now(), true)
 	})
 }
 

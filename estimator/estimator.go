@@ -134,8 +134,12 @@ func (e *Estimator) Record(s monitor.Sample) {
 // record stores a probe's point.
 func (e *Estimator) record(s monitor.Sample) {
 	res := s.Result
-	e.store.Add(s.Target, s.Scenario, capacity.Point{Time: s.Time, Load: s.Load, InFlight: s.InFlight, Sent: s.Sent, TTFT: res.TTFT.Seconds(), E2E: res.E2E.Seconds(),
-		ITL: res.ITL().Seconds(), Decode: res.DecodeTPS(), Burst: s.Burst, Level: s.Level, Aftermath: s.Aftermath})
+	kv, held := s.KV, s.Held
+	if !(kv >= 0 && held >= 0) {
+		kv, held = 0, 0
+	}
+	e.store.Add(s.Target, s.Scenario, capacity.Point{Time: s.Time, Load: s.Load, InFlight: s.InFlight, Sent: s.Sent, KV: kv, Held: held,
+		TTFT: res.TTFT.Seconds(), E2E: res.E2E.Seconds(), ITL: res.ITL().Seconds(), Decode: res.DecodeTPS(), Burst: s.Burst, Level: s.Level, Aftermath: s.Aftermath})
 	e.changed(s.Target)
 }
 
@@ -156,7 +160,7 @@ func (e *Estimator) Decoded(string, monitor.Decode) {}
 func (e *Estimator) Burst(target string, load engine.Load, maxBurst int) (scenario string, n int, first bool) {
 	cfg, _ := e.state()
 	best, bestRank := math.Inf(1), 3
-	s, ests := e.estimates(target, load.InFlight(), load.Waiting, load.KVTokens, time.Now(), false)
+	s, ests := e.estimates(target, load, time.Now(), false)
 	for i, est := range ests {
 		u := s.us[i]
 		k := capacity.Burst(est, load.InFlight(), load.Waiting, min(maxBurst, affordable(est.Points, cfg.ProbeBudget, u.Window)))
@@ -231,11 +235,11 @@ func (e *Estimator) Estimates(status []collector.TargetStatus, now time.Time) []
 	out := make([]capacity.Estimate, 0, len(cfg.Targets)*len(cfg.UseCases))
 	for _, t := range cfg.Targets {
 		s, ok := byName[t.Name]
-		load := engine.Load{Running: math.NaN(), Waiting: math.NaN(), KVTokens: math.NaN()}
+		load := unread
 		if ok && s.Up {
 			load = s.Load
 		}
-		_, ests := e.estimates(t.Name, load.InFlight(), load.Waiting, load.KVTokens, now, false)
+		_, ests := e.estimates(t.Name, load, now, false)
 		for _, est := range ests {
 			est.NextProbe = s.Next[est.Scenario]
 			out = append(out, est)
@@ -247,7 +251,7 @@ func (e *Estimator) Estimates(status []collector.TargetStatus, now time.Time) []
 // Known implements monitor.Recorder: how many of the use cases have a
 // capacity on the target now, of how many.
 func (e *Estimator) Known(target string) (known, total int) {
-	_, ests := e.estimates(target, math.NaN(), math.NaN(), math.NaN(), time.Now(), false)
+	_, ests := e.estimates(target, unread, time.Now(), false)
 	for _, est := range ests {
 		if !math.IsNaN(est.Capacity) {
 			known++

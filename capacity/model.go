@@ -103,7 +103,14 @@ func observations(points []Point, perRequest float64) []obs {
 			if !(b >= 1) {
 				b = a
 			}
-			out = append(out, obs{q: q, level: q, d: a - q, a: a, b: b, kv: excess(p), ttft: p.TTFT, e2e: p.E2E, itl: p.ITL, decodeOK: true})
+			// Production's prompts prefill in the steps a lone probe
+			// decodes in, or between them, and no term counts them: its
+			// typical step is the decode's own.
+			itl := p.ITL
+			if p.Steady > 0 {
+				itl = p.Steady
+			}
+			out = append(out, obs{q: q, level: q, d: a - q, a: a, b: b, kv: excess(p), ttft: p.TTFT, e2e: p.E2E, itl: itl, decodeOK: true})
 			continue
 		}
 		k := [3]int64{p.Time.UnixNano(), int64(p.Burst), int64(p.Cell)}

@@ -28,11 +28,15 @@ type Point struct {
 	// KV is the KV-cache tokens production's Held running requests held
 	// when it was sent; both 0 where the engine does not say (the KV term
 	// then sees production as requests of the use case's own shape).
-	KV     float64 `json:"kv_tokens,omitempty"`
-	Held   float64 `json:"kv_held,omitempty"`
-	TTFT   float64 `json:"ttft_s"`
-	E2E    float64 `json:"e2e_s"`
-	ITL    float64 `json:"itl_s"`
+	KV   float64 `json:"kv_tokens,omitempty"`
+	Held float64 `json:"kv_held,omitempty"`
+	TTFT float64 `json:"ttft_s"`
+	E2E  float64 `json:"e2e_s"`
+	ITL  float64 `json:"itl_s"`
+	// Steady is the ITL of its decode's typical step (probe.SteadyITL),
+	// which leaves out the steps other prompts' prefill lengthened while
+	// fewer than half did; 0 where not measured.
+	Steady float64 `json:"steady_itl_s,omitempty"`
 	Decode float64 `json:"decode_tps"`
 	Burst  int     `json:"burst,omitempty"`
 	// Level is, for a lone probe, what Load is for a burst: the requests it

@@ -139,7 +139,7 @@ func (e *Estimator) record(s monitor.Sample) {
 		kv, held = 0, 0
 	}
 	e.store.Add(s.Target, s.Scenario, capacity.Point{Time: s.Time, Load: s.Load, InFlight: s.InFlight, Sent: s.Sent, KV: kv, Held: held,
-		TTFT: res.TTFT.Seconds(), E2E: res.E2E.Seconds(), ITL: res.ITL().Seconds(), Decode: res.DecodeTPS(), Burst: s.Burst, Level: s.Level, Aftermath: s.Aftermath})
+		TTFT: res.TTFT.Seconds(), E2E: res.E2E.Seconds(), ITL: res.ITL().Seconds(), Steady: res.SteadyITL().Seconds(), Decode: res.DecodeTPS(), Burst: s.Burst, Level: s.Level, Aftermath: s.Aftermath})
 	e.changed(s.Target)
 }
 

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -110,15 +111,19 @@ type Request struct {
 // Result is what one probe measured. Durations are from the monotonic clock and
 // start when the request has been written, so connection set-up (Setup) stays out.
 type Result struct {
-	Outcome          Outcome
-	Err              error
-	Status           int
-	Start            time.Time
-	Setup            time.Duration // DNS, TCP and TLS set-up, zero on a reused connection
-	TTFT             time.Duration // written -> first chunk with content
-	E2E              time.Duration // written -> last content chunk
-	Decode           time.Duration // first -> last content chunk
-	MaxGap           time.Duration // longest gap between two content chunks
+	Outcome Outcome
+	Err     error
+	Status  int
+	Start   time.Time
+	Setup   time.Duration // DNS, TCP and TLS set-up, zero on a reused connection
+	TTFT    time.Duration // written -> first chunk with content
+	E2E     time.Duration // written -> last content chunk
+	Decode  time.Duration // first -> last content chunk
+	MaxGap  time.Duration // longest gap between two content chunks
+	// MedianGap is the median gap between two content chunks: the step a
+	// decode took when nothing else lengthened it, where fewer than half
+	// of its steps also prefilled another request's prompt.
+	MedianGap        time.Duration
 	PromptTokens     int
 	CompletionTokens int
 	TokensFromUsage  bool // false: CompletionTokens counts content chunks, a lower bound
@@ -130,7 +135,7 @@ type Result struct {
 // Scaled is the result with its durations multiplied by f: a time-scaled
 // simulator's wall times as the simulated times they stand for.
 func (r Result) Scaled(f float64) Result {
-	for _, d := range []*time.Duration{&r.Setup, &r.TTFT, &r.E2E, &r.Decode, &r.MaxGap} {
+	for _, d := range []*time.Duration{&r.Setup, &r.TTFT, &r.E2E, &r.Decode, &r.MaxGap, &r.MedianGap} {
 		*d = time.Duration(float64(*d) * f)
 	}
 	return r
@@ -142,6 +147,22 @@ func (r Result) ITL() time.Duration {
 		return 0
 	}
 	return r.Decode / time.Duration(r.CompletionTokens-1)
+}
+
+// SteadyITL is the inter-token latency of the decode's typical step: the
+// mean ITL scaled by the median gap between chunks over their mean gap (so
+// that chunks of several tokens count as ITL does), at most the mean. An
+// engine that prefills other prompts in its decode steps, or between
+// them, makes some steps longer; what production's prompts do to a
+// probe's decode is not the probe's to know, and the typical step leaves
+// it out while fewer than half the steps prefill.
+func (r Result) SteadyITL() time.Duration {
+	itl := r.ITL()
+	if r.Chunks < 3 || r.MedianGap <= 0 || r.Decode <= 0 {
+		return itl
+	}
+	mean := r.Decode / time.Duration(r.Chunks-1)
+	return min(itl, time.Duration(float64(itl)*float64(r.MedianGap)/float64(mean)))
 }
 
 // DecodeTPS is the per-user decode speed, 1/ITL.
@@ -279,6 +300,7 @@ func setupOnce(res *Result, i httptrace.GotConnInfo, start time.Time) {
 func readStream(ctx context.Context, ep Endpoint, body io.Reader, res Result, maxTokens int) Result {
 	ev := newEvents(body)
 	var first, last time.Time
+	var gaps []time.Duration
 	var text strings.Builder
 	var known shape // the server's token chunk, once one is decoded
 	// add takes a chunk's content: a token, timed when its event completed.
@@ -288,8 +310,10 @@ func readStream(ctx context.Context, ep Endpoint, body io.Reader, res Result, ma
 		}
 		if first.IsZero() {
 			first = now
-		} else if gap := now.Sub(last); gap > res.MaxGap {
-			res.MaxGap = gap
+		} else {
+			gap := now.Sub(last)
+			res.MaxGap = max(res.MaxGap, gap)
+			gaps = append(gaps, gap)
 		}
 		last = now
 		res.Chunks++
@@ -349,6 +373,10 @@ func readStream(ctx context.Context, ep Endpoint, body io.Reader, res Result, ma
 	res.TTFT = first.Sub(res.Start)
 	res.E2E = last.Sub(res.Start)
 	res.Decode = last.Sub(first)
+	if len(gaps) > 0 {
+		slices.Sort(gaps)
+		res.MedianGap = gaps[len(gaps)/2]
+	}
 	res.Text = text.String()
 	if !res.TokensFromUsage {
 		res.CompletionTokens = res.Chunks

@@ -125,12 +125,15 @@ func TestRunTimings(t *testing.T) {
 		tokens    int
 		fromUsage bool
 		maxGap    time.Duration
+		// steady: the typical step's ITL, the stall left out, chunks of
+		// several tokens counted as ITL counts them.
+		steady time.Duration
 	}{
-		{"one token per chunk", then(tokens(ttft, gap, 20, 1), end(ttft+19*gap, true, 1024, 20)...), 20, 20, true, gap},
-		{"four tokens per chunk", then(tokens(ttft, 4*gap, 5, 4), end(ttft+16*gap, true, 1024, 20)...), 5, 20, true, 4 * gap},
-		{"no usage chunk counts chunks", then(tokens(ttft, gap, 20, 1), end(ttft+19*gap, false, 0, 0)...), 20, 20, false, gap},
+		{"one token per chunk", then(tokens(ttft, gap, 20, 1), end(ttft+19*gap, true, 1024, 20)...), 20, 20, true, gap, gap},
+		{"four tokens per chunk", then(tokens(ttft, 4*gap, 5, 4), end(ttft+16*gap, true, 1024, 20)...), 5, 20, true, 4 * gap, 16 * gap / 19},
+		{"no usage chunk counts chunks", then(tokens(ttft, gap, 20, 1), end(ttft+19*gap, false, 0, 0)...), 20, 20, false, gap, gap},
 		{"stall mid-stream", then(append(tokens(ttft, gap, 10, 1), tokens(ttft+9*gap+400*time.Millisecond, gap, 10, 1)[1:]...),
-			end(ttft+18*gap+400*time.Millisecond, true, 1024, 20)...), 20, 20, true, 400 * time.Millisecond},
+			end(ttft+18*gap+400*time.Millisecond, true, 1024, 20)...), 20, 20, true, 400 * time.Millisecond, gap},
 	}
 	for _, tc := range tests {
 		// In a synctest bubble over an in-memory network, on the shipped
@@ -167,6 +170,7 @@ func TestRunTimings(t *testing.T) {
 				near(t, "E2E", r.E2E, last)
 				near(t, "decode time", r.Decode, last-first)
 				near(t, "max gap", r.MaxGap, gap)
+				near(t, "steady ITL", r.SteadyITL(), tc.steady)
 				lastAt := last
 				if r.Chunks != tc.chunks || r.CompletionTokens != tc.tokens || r.TokensFromUsage != tc.fromUsage {
 					t.Errorf("chunks %d tokens %d fromUsage %v, want %d %d %v", r.Chunks, r.CompletionTokens, r.TokensFromUsage, tc.chunks, tc.tokens, tc.fromUsage)

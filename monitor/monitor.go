@@ -384,10 +384,7 @@ func (t *target) start(parent context.Context) {
 		t.m.logger.Error("target disabled", "target", t.cfg.Name, "err", t.setupErr)
 		return
 	}
-	if t.cfg.Engine != "none" {
-		t.wg.Go(func() { t.scrapeLoop(ctx) })
-	}
-	t.wg.Go(func() { t.probeLoop(ctx) })
+	t.wg.Go(func() { t.run(ctx) })
 }
 
 func (t *target) stop() {
@@ -487,29 +484,81 @@ func production(l engine.Load, own float64) engine.Load {
 	return l
 }
 
-// scrapeLoop reads the engine at once, then every interval at the
-// target's own phase of it (from its name, as Prometheus offsets its
-// scrapes): a thousand targets started together scraped at one instant,
-// each interval, over a thousand connections at once.
-func (t *target) scrapeLoop(ctx context.Context) {
-	t.scrape(ctx)
-	phase := time.Duration(xxhash.Sum64String(t.cfg.Name) % uint64(t.scrapeInt))
-	if !sleepUntil(ctx, time.Now().Add(phase)) {
-		return
+// engineReads times a target's engine reads in its loop (run): at once,
+// then every interval at the target's own phase of it (from its name, as
+// Prometheus offsets its scrapes): a thousand targets started together
+// scraped at one instant, each interval, over a thousand connections at
+// once.
+type engineReads struct {
+	every time.Duration
+	phase *time.Timer
+	tick  *time.Ticker
+	c     <-chan time.Time // fires when a read is due; nil: no engine to read
+}
+
+func (t *target) startReads(ctx context.Context) *engineReads {
+	r := &engineReads{every: t.scrapeInt}
+	if t.cfg.Engine == "none" {
+		return r
 	}
-	tick := time.NewTicker(t.scrapeInt)
-	defer tick.Stop()
+	t.scrape(ctx)
+	r.phase = time.NewTimer(time.Duration(xxhash.Sum64String(t.cfg.Name) % uint64(t.scrapeInt)))
+	r.c = r.phase.C
+	return r
+}
+
+// read reads the engine once c has fired: from the phase on, c is an
+// interval's ticker.
+func (r *engineReads) read(ctx context.Context, t *target) {
+	if r.tick == nil {
+		r.tick = time.NewTicker(r.every)
+		r.c = r.tick.C
+	}
+	t.scrape(ctx)
+}
+
+func (r *engineReads) stop() {
+	if r.phase != nil {
+		r.phase.Stop()
+	}
+	if r.tick != nil {
+		r.tick.Stop()
+	}
+}
+
+// await waits for c, reading the engine whenever a read is due meanwhile;
+// false when ctx ended first.
+func await[T any](ctx context.Context, t *target, r *engineReads, c <-chan T) bool {
 	for {
-		t.scrape(ctx)
 		select {
 		case <-ctx.Done():
-			return
-		case <-tick.C:
+			return false
+		case <-c:
+			return true
+		case <-r.c:
+			r.read(ctx, t)
 		}
 	}
 }
 
-func (t *target) probeLoop(ctx context.Context) {
+// sleep waits until at, reading the engine whenever a read is due
+// meanwhile; false when ctx ended first.
+func (t *target) sleep(ctx context.Context, r *engineReads, at time.Time) bool {
+	d := time.Until(at)
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	tm := time.NewTimer(d)
+	defer tm.Stop()
+	return await(ctx, t, r, tm.C)
+}
+
+// run is the target's one loop: it reads the engine (engineReads) and
+// probes as its schedule says. A probe runs in a goroutine of its own while
+// the loop goes on reading the engine, for the readings during a probe are
+// its load (probeOnce) and the status page's. Idle, a target holds this one
+// goroutine, where a loop each for the probes and the engine reads held two.
+func (t *target) run(ctx context.Context) {
 	names := make([]string, len(t.scenarios))
 	intervals := make([]time.Duration, len(t.scenarios))
 	for i, s := range t.scenarios {
@@ -527,6 +576,10 @@ func (t *target) probeLoop(ctx context.Context) {
 		t.m.ready[t.cfg.Name] = sched.Ready()
 		t.m.readyMu.Unlock()
 	}()
+	// The schedule starts before the first engine read, which may take
+	// up to the scrape timeout: as it did with a loop of its own.
+	reads := t.startReads(ctx)
+	defer reads.stop()
 	// A burst follows a burst only when it is another scenario's first
 	// estimate: otherwise the schedule's own probes keep their turn. Five
 	// scenarios queueing for their first estimate behind one another's
@@ -542,14 +595,14 @@ func (t *target) probeLoop(ctx context.Context) {
 		t.publish(sched, names)
 		name, at := sched.Next()
 		if due := summarized.Add(SummaryEvery); due.Before(at) {
-			if !sleepUntil(ctx, due) {
+			if !t.sleep(ctx, reads, due) {
 				return
 			}
 			t.summarize(summarized, bursts, spent)
 			summarized, bursts, spent = time.Now(), 0, 0
 			continue
 		}
-		if !sleepUntil(ctx, at) {
+		if !t.sleep(ctx, reads, at) {
 			return
 		}
 		n := 1
@@ -565,7 +618,17 @@ func (t *target) probeLoop(ctx context.Context) {
 		}
 		sc, _ := scenario(t.scenarios, name)
 		start := time.Now()
-		busy, answered, ok := t.probeN(ctx, sc, n)
+		var busy time.Duration
+		var answered, ok bool
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			busy, answered, ok = t.probeN(ctx, sc, n)
+		}()
+		if !await(ctx, t, reads, done) {
+			<-done // cut short: no measurement, but the probe's goroutine ends before the target does
+			return
+		}
 		if !ok {
 			return // shutdown or reload: a cut-short probe is no measurement
 		}
@@ -869,19 +932,4 @@ func scenario(ss []config.Scenario, name string) (config.Scenario, bool) {
 		}
 	}
 	return config.Scenario{}, false
-}
-
-func sleepUntil(ctx context.Context, at time.Time) bool {
-	d := time.Until(at)
-	if d <= 0 {
-		return ctx.Err() == nil
-	}
-	tm := time.NewTimer(d)
-	defer tm.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-tm.C:
-		return true
-	}
 }

@@ -37,21 +37,36 @@ var nativeBounds = []float64{0.5, 0.5452538663326288, 0.5946035575013605, 0.6484
 // histogram an hour after it passed its bucket limit, this one keeps its
 // halved resolution: the probes' spread rarely comes near the limit (160
 // buckets of 9% span 1 ms to 15 minutes).
+//
+// 55,000 of them at 1,000 targets and the five default scenarios, so the
+// few values no probe has are kept small: the negative buckets (no probe
+// measures a negative time or speed, but a histogram counts what it is
+// given) and the created time, whose monotonic reading and location the
+// exposition never reads. 176 bytes and a histSeries of 48 around it were
+// 240 in two objects; embedded in its histSeries, 160 in one.
 type hist struct {
 	count   uint64
 	sum     float64
 	classic []uint64 // per bound, not cumulative; nil where there are no bounds
-	schema  int32
 	zero    uint64
 	pos     buckets
-	neg     buckets
-	created time.Time
+	neg     *buckets // nil until a value below zero's bucket
+	created int64    // Unix nanoseconds
+	schema  int32
 }
 
 // buckets are native buckets: their indexes, ascending, and counts.
 type buckets struct {
 	keys   []int32
 	counts []uint64
+}
+
+// len is how many buckets there are; none in the nil buckets.
+func (b *buckets) len() int {
+	if b == nil {
+		return 0
+	}
+	return len(b.keys)
 }
 
 func (b *buckets) add(key int32) (created bool) {
@@ -81,8 +96,8 @@ func (b *buckets) halve() {
 	b.keys, b.counts = keys, counts
 }
 
-func newHist(bounds []float64, now time.Time) *hist {
-	h := &hist{schema: nativeSchema, created: now}
+func newHist(bounds []float64, now time.Time) hist {
+	h := hist{schema: nativeSchema, created: now.UnixNano()}
 	if len(bounds) > 0 {
 		h.classic = make([]uint64, len(bounds))
 	}
@@ -104,14 +119,19 @@ func (h *hist) observe(v float64, bounds []float64) {
 	case v > nativeZeroThreshold:
 		created = h.pos.add(key)
 	case v < -nativeZeroThreshold:
+		if h.neg == nil {
+			h.neg = &buckets{}
+		}
 		created = h.neg.add(key)
 	default:
 		h.zero++
 	}
-	for created && len(h.pos.keys)+len(h.neg.keys) > nativeMaxBuckets && h.schema > -4 {
+	for created && len(h.pos.keys)+h.neg.len() > nativeMaxBuckets && h.schema > -4 {
 		h.schema--
 		h.pos.halve()
-		h.neg.halve()
+		if h.neg != nil {
+			h.neg.halve()
+		}
 	}
 }
 
@@ -170,7 +190,8 @@ type spanOut struct {
 // read-only and outlive out: its buckets point into them.
 func (h *hist) write(out *dto.Metric, bounds []float64) {
 	o := &histOut{count: h.count, zc: h.zero, sum: h.sum, zt: nativeZeroThreshold, schema: h.schema}
-	o.created.Seconds, o.created.Nanos = h.created.Unix(), int32(h.created.Nanosecond())
+	created := time.Unix(0, h.created)
+	o.created.Seconds, o.created.Nanos = created.Unix(), int32(created.Nanosecond())
 	o.h.SampleCount, o.h.SampleSum, o.h.CreatedTimestamp = &o.count, &o.sum, &o.created
 	o.h.Schema, o.h.ZeroThreshold, o.h.ZeroCount = &o.schema, &o.zt, &o.zc
 	if len(h.classic) > 0 {
@@ -196,7 +217,7 @@ func (h *hist) write(out *dto.Metric, bounds []float64) {
 // spans encodes the buckets as client_golang's makeBuckets does: a gap of
 // one or two buckets is filled with empty ones, a longer one starts a span.
 func (b *buckets) spans() ([]*dto.BucketSpan, []int64) {
-	if len(b.keys) == 0 {
+	if b.len() == 0 {
 		return nil, nil
 	}
 	n := 1

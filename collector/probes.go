@@ -360,8 +360,8 @@ func (p *Probes) Collect(ch chan<- prometheus.Metric) {
 type histSeries struct {
 	p      *Probes
 	i      int // its family
-	h      *hist
 	labels []*dto.LabelPair
+	h      hist
 }
 
 func (m *histSeries) Desc() *prometheus.Desc { return m.p.hists[m.i].desc }

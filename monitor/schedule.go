@@ -4,6 +4,7 @@ package monitor
 
 import (
 	"math/rand/v2"
+	"slices"
 	"time"
 )
 
@@ -12,12 +13,16 @@ import (
 // without clocks. Probes of one target never overlap, which makes the target's
 // probe occupancy exactly the sum of probe durations.
 type Schedule struct {
-	budget    float64
-	jitter    float64
-	rnd       *rand.Rand
+	budget float64
+	jitter float64
+	rnd    *rand.Rand
+	// names, intervals and due are per scenario, in the order given: a
+	// scenario is found among a few names, where a map each for intervals
+	// and due made 1,000 targets' schedules of the default five scenarios
+	// 0.74 MB instead of 0.30.
 	names     []string
-	intervals map[string]time.Duration
-	due       map[string]time.Time
+	intervals []time.Duration
+	due       []time.Time
 	ready     time.Time // the budget allows no probe before this
 	// failures counts the target's probes that failed in a row: a server
 	// that is down is down for every scenario.
@@ -31,29 +36,34 @@ type Schedule struct {
 const RetryFirst = 5 * time.Second
 
 // NewSchedule makes every scenario due at once at start, in the given order.
+// It keeps names and intervals, which the caller leaves as they are.
 func NewSchedule(names []string, intervals []time.Duration, budget float64, start time.Time, seed uint64) *Schedule {
 	s := &Schedule{budget: budget, jitter: 0.1, rnd: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
-		names: names, intervals: map[string]time.Duration{}, due: map[string]time.Time{}, ready: start}
-	for i, n := range names {
-		s.intervals[n] = intervals[i]
-		s.due[n] = start.Add(time.Duration(i) * time.Millisecond) // keeps the order stable
+		names: names, intervals: intervals, due: make([]time.Time, len(names)), ready: start}
+	for i := range names {
+		s.due[i] = start.Add(time.Duration(i) * time.Millisecond) // keeps the order stable
 	}
 	return s
 }
 
+// index is the position of a scenario of the schedule's.
+func (s *Schedule) index(name string) int {
+	return slices.Index(s.names, name)
+}
+
 // Next is the scenario to probe next and the earliest time it may start.
 func (s *Schedule) Next() (string, time.Time) {
-	best := s.names[0]
-	for _, n := range s.names[1:] {
-		if s.due[n].Before(s.due[best]) {
-			best = n
+	best := 0
+	for i := range s.names[1:] {
+		if s.due[i+1].Before(s.due[best]) {
+			best = i + 1
 		}
 	}
 	at := s.due[best]
 	if at.Before(s.ready) {
 		at = s.ready
 	}
-	return best, at
+	return s.names[best], at
 }
 
 // Done records a probe that ran from start to end. The next probe of the target
@@ -64,7 +74,8 @@ func (s *Schedule) Done(name string, start, end time.Time) {
 	s.Charge(start, end.Sub(start))
 	s.failures = 0
 	j := 1 + s.jitter*(2*s.rnd.Float64()-1)
-	s.due[name] = start.Add(time.Duration(float64(s.intervals[name]) * j))
+	i := s.index(name)
+	s.due[i] = start.Add(time.Duration(float64(s.intervals[i]) * j))
 }
 
 // Failed records a probe that ran from start to end and got no answer to
@@ -73,12 +84,13 @@ func (s *Schedule) Done(name string, start, end time.Time) {
 // later than the scenario's interval.
 func (s *Schedule) Failed(name string, start, end time.Time) {
 	s.Charge(start, end.Sub(start))
-	wait := s.intervals[name]
+	i := s.index(name)
+	wait := s.intervals[i]
 	if s.failures < 30 { // 5 s << 30 is past any interval
 		wait = min(wait, RetryFirst<<s.failures)
 	}
 	s.failures++
-	s.due[name] = end.Add(wait)
+	s.due[i] = end.Add(wait)
 }
 
 // Charge bills probe time that began at start to the budget: nothing more is
@@ -96,8 +108,8 @@ func (s *Schedule) Ready() time.Time { return s.ready }
 // Due is when the scenario is next probed at the earliest: its due time or,
 // if later, when the budget allows.
 func (s *Schedule) Due(name string) time.Time {
-	if s.due[name].Before(s.ready) {
-		return s.ready
+	if due := s.due[s.index(name)]; !due.Before(s.ready) {
+		return due
 	}
-	return s.due[name]
+	return s.ready
 }

@@ -88,21 +88,31 @@ func keyOfSpec(cfg *config.Config, seeds Seeds, t config.Target) specKey {
 	return specKey{probed: string(probed), seeds: reflect.ValueOf(seeds[t.Name]).Pointer()}
 }
 
-// entry is the model's inputs of a target, its estimates at an unknown
-// load (NaN), and at the load they were last read at.
+// entry is when a target's model inputs were read and how long they hold,
+// its estimates at an unknown load (NaN), and at the load they were last
+// read at. The inputs themselves are not kept: once the estimates are
+// made from them, only whether they still hold is read again, and their
+// use cases (each with its prior) were 1.2 MB at 1,000 targets.
 type entry struct {
-	in   *inputs
+	in   validity
 	base []capacity.Estimate
 	at   loadKey
 	ests []capacity.Estimate
 }
 
+// validity is what says whether inputs read at a time still hold: the KV
+// cache they were read with, and the span of time over which no point
+// enters or leaves a window.
+type validity struct {
+	kv   float64
+	from time.Time // when they were read
+	last time.Time // the last moment at which no point has left a window since
+}
+
 // inputs are the model's inputs of a target's use cases read at a time:
 // each use case with its prior and KV cache, and its curve window's points.
 type inputs struct {
-	kv     float64
-	from   time.Time // when they were read
-	last   time.Time // the last moment at which no point has left a window since
+	validity
 	cus    []capacity.UseCase
 	points [][]capacity.Point
 }
@@ -125,7 +135,7 @@ func production(l engine.Load) capacity.Production {
 var unread = engine.Load{Running: math.NaN(), Waiting: math.NaN(), KVUsage: math.NaN(), KVTokens: math.NaN()}
 
 // holds says whether the inputs are still those of now with the KV cache kv.
-func (in *inputs) holds(kv float64, now time.Time) bool {
+func (in validity) holds(kv float64, now time.Time) bool {
 	return math.Float64bits(in.kv) == math.Float64bits(kv) && !now.Before(in.from) && !now.After(in.last)
 }
 
@@ -139,7 +149,7 @@ var forever = time.Unix(1<<62, 0)
 // cheap short prompt informs a long one's capacity before its own costly
 // bursts come.
 func (e *Estimator) read(target string, s spec, kv float64, now time.Time) *inputs {
-	in := &inputs{kv: kv, from: now, last: forever, cus: slices.Clone(s.cus), points: make([][]capacity.Point, len(s.us))}
+	in := &inputs{validity: validity{kv: kv, from: now, last: forever}, cus: slices.Clone(s.cus), points: make([][]capacity.Point, len(s.us))}
 	ratios := make([]capacity.Slopes, len(s.us))
 	for i, u := range s.us {
 		in.cus[i].KVTokens = kv
@@ -191,18 +201,20 @@ func (e *Estimator) estimates(target string, load engine.Load, now time.Time, fi
 		e.mu.Unlock()
 		return ts.spec, nil
 	}
-	var in *inputs
+	var valid validity
 	var base []capacity.Estimate
-	if c != nil && c.in.holds(kv, now) {
+	cached := c != nil && c.in.holds(kv, now)
+	if cached {
 		if c.at == key {
 			e.mu.Unlock()
 			return ts.spec, c.ests
 		}
-		in, base = c.in, c.base
+		valid, base = c.in, c.base
 	}
 	e.mu.Unlock()
-	if in == nil {
-		in = e.read(target, ts.spec, kv, now)
+	if !cached {
+		in := e.read(target, ts.spec, kv, now)
+		valid = in.validity
 		base = make([]capacity.Estimate, len(ts.spec.us))
 		for i := range ts.spec.us {
 			base[i] = e.memo.Seeded(target, in.cus[i], in.points[i], ts.spec.seeds[i], capacity.Unknown)
@@ -216,7 +228,7 @@ func (e *Estimator) estimates(target string, load engine.Load, now time.Time, fi
 	// Kept unless the points changed meanwhile; a refresh keeps what a
 	// question stored since it began.
 	if e.targets[target] == ts && ts.gen == gen && (!fill || ts.entry == nil) {
-		ts.entry = &entry{in: in, base: base, at: key, ests: out}
+		ts.entry = &entry{in: valid, base: base, at: key, ests: out}
 	}
 	e.mu.Unlock()
 	return ts.spec, out

@@ -82,7 +82,7 @@ for line in open(f"{out}/metrics.txt"):
         daemon[labels["use_case"]] = float(m.group(2))
 status = {e["use_case"]: e for e in json.load(open(f"{out}/status.json")).get("estimates", [])}
 ok = True
-print(f"{'use case':<10} {'bench limit':>11} {'daemon capacity':>15} {'steady':>7} {'burst':>6} {'ratio':>6}  within 25%")
+print(f"{'use case':<10} {'bench limit':>11} {'daemon capacity':>15} {'bounds':>13} {'ratio':>6}  within 25%")
 for name, b in bench.items():
     d = daemon.get(name, float("nan"))
     s = status.get(name, {})
@@ -90,7 +90,8 @@ for name, b in bench.items():
     within = abs(ratio - 1) <= 0.25
     ok &= within
     num = lambda v: "-" if v is None else f"{v:.2f}"
-    print(f"{name:<10} {b:>11.2f} {d:>15.2f} {num(s.get('steady_capacity')):>7} {num(s.get('burst_capacity')):>6} {ratio:>6.2f}  {'yes' if within else 'no'}")
+    bounds = f"{num(s.get('capacity_lower'))}-{num(s.get('capacity_upper'))}"
+    print(f"{name:<10} {b:>11.2f} {d:>15.2f} {bounds:>13} {ratio:>6.2f}  {'yes' if within else 'no'}")
 bursts = sum(1 for l in open(f"{out}/serve.log") if 'msg="calibration burst"' in l)
 print(f"calibration bursts: {bursts}")
 sys.exit(0 if ok else 1)

@@ -257,19 +257,19 @@ func fitITL(x [][]float64, y []float64, nonneg []bool, prior slopePrior, scale0 
 		if !ok || !f.used[prefilling] || !(f.beta[prefilling] > 0) {
 			return f, ok
 		}
-		j := make([][]float64, len(x))
+		jac := make([][]float64, len(x))
 		for i, r := range x {
-			dD, dP, ok := stepShare(f.beta, r)
-			if !ok {
+			dD, dP, positive := stepShare(f.beta, r)
+			if !positive {
 				return f, true
 			}
-			j[i] = make([]float64, len(r))
+			jac[i] = make([]float64, len(r))
 			for c, v := range r {
-				j[i][c] = dD * v
+				jac[i][c] = dD * v
 			}
-			j[i][prefilling] = dP
+			jac[i][prefilling] = dP
 		}
-		next, nok := fitLinear(j, y, nonneg, prior, scale0)
+		next, nok := fitLinear(jac, y, nonneg, prior, scale0)
 		if !nok {
 			return f, true
 		}
@@ -289,10 +289,10 @@ func fitITL(x [][]float64, y []float64, nonneg []bool, prior slopePrior, scale0 
 // fit it settles in a few.
 const gaussNewton = 20
 
-// stepShare is the ITL law at one observation's columns r with the
-// coefficients beta (interval), and its derivatives in the decode step D
-// and in δp; ok false where D is not positive.
-func stepShare(beta, r []float64) (dD, dP float64, ok bool) {
+// stepShare is the derivatives of the ITL law's mean interval (interval)
+// at one observation's columns r with the coefficients beta: in its decode
+// step D and in δp; positive false where D is not above zero.
+func stepShare(beta, r []float64) (dD, dP float64, positive bool) {
 	d := 0.0
 	for c, b := range beta {
 		if c != prefilling {

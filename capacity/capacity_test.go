@@ -399,6 +399,128 @@ func TestFitLinear(t *testing.T) {
 	}
 }
 
+// A burst's probes stand many to a level. Where a law fits most of them
+// well, their median residual is next to nothing, and the robust weights
+// must not take the levels it fits less well for outliers: a straight ITL
+// law with a bend, fitted to bursts of a power law (4, 16 and 25 probes,
+// two lone ones), gave its intercept a standard error a thousand times its
+// value when they did.
+func TestLevelsOfManyProbesKeepTheirScale(t *testing.T) {
+	law := func(b float64) float64 { return 0.010 + 0.00003*math.Pow(b-1, 1.86) }
+	var x [][]float64
+	var y []float64
+	for _, b := range []float64{1, 1, 4, 4, 4, 4} {
+		x, y = append(x, []float64{1, b - 1, (b - 1) * (b - 1)}), append(y, law(b))
+	}
+	for _, lv := range []struct {
+		b float64
+		n int
+	}{{16, 16}, {25, 25}} {
+		for range lv.n {
+			x, y = append(x, []float64{1, lv.b - 1, (lv.b - 1) * (lv.b - 1)}), append(y, law(lv.b))
+		}
+	}
+	f, ok := fitLinear(x, y, []bool{false, true, true}, slopePrior{}, 0.05)
+	if !ok {
+		t.Fatal("no fit")
+	}
+	for j, name := range []string{"intercept", "slope", "bend"} {
+		if se := math.Sqrt(f.cov[j][j]); f.used[j] && !(se < 0.5*math.Abs(f.beta[j])) {
+			t.Errorf("%s %.3g ± %.3g: the levels it fits less well were weighed as outliers", name, f.beta[j], se)
+		}
+	}
+	if at := f.beta[0] + 39*f.beta[1] + 39*39*f.beta[2]; math.Abs(at-law(40)) > 0.1*law(40) {
+		t.Errorf("at 40: %.4f, the law %.4f", at, law(40))
+	}
+}
+
+// Idle bursts of short probes never wait beside a decoding sequence, so
+// the TTFT law's charge for one (τd) comes from physics: a prompt beside
+// it costs at least as much, and an engine whose decode steps carry the
+// prefill in chunks (a step with a prompt waiting much longer than one
+// without) charges every chunk step δb per sequence decoding.
+func TestDecodersChargeTheirShareOfEachChunk(t *testing.T) {
+	ttft := func(q0, qq, w float64, decoded bool) part {
+		f := linearFit{beta: []float64{q0, qq, w, 0, 0}, used: []bool{true, true, w > 0, decoded, false}, varies: []bool{true, true, true, decoded, false},
+			cov: [][]float64{make([]float64, 5), make([]float64, 5), make([]float64, 5), make([]float64, 5), make([]float64, 5)}}
+		if decoded {
+			f.beta[decoding] = 0.05
+		}
+		return part{fit: f, ok: true}
+	}
+	itl := func(d0, db, dp float64) part {
+		f := linearFit{beta: []float64{d0, db, 0, dp, 0, 0}, used: []bool{true, true, false, dp > 0, false, false},
+			cov: make([][]float64, 6)}
+		for i := range f.cov {
+			f.cov[i] = make([]float64, 6)
+		}
+		f.cov[1][1] = 0.0001 * 0.0001
+		return part{fit: f, ok: true}
+	}
+	for _, c := range []struct {
+		name     string
+		ttft     part
+		itl      part
+		want, sd float64
+	}{
+		// 16 chunks of 31 ms for a prompt: 16 · 1 ms per decoder.
+		{"chunked prefill", ttft(0.5, 0.496, 0, false), itl(0.008, 0.001, 0.023), 0.016, 0.0016},
+		// The prompt waiting makes a step 1.5 ms longer: it is counted
+		// as one more sequence, not a chunk, and decoders cost what a
+		// prompt beside it does.
+		{"a waiting prompt counts as a sequence", ttft(0.5, 0.496, 0.2, false), itl(0.008, 0.0015, 0.0015), 0.2, 0},
+		{"one prefill step", ttft(0.5, 0.5, 0, false), itl(0.008, 0.001, 0.5), 0.5 / 0.508 * 0.001, 0.5 / 0.508 * 0.0001},
+		{"measured", ttft(0.5, 0.496, 0, true), itl(0.008, 0.001, 0.023), 0.05, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			decoders(&c.ttft, c.itl)
+			f := c.ttft.fit
+			if got := f.beta[decoding]; math.Abs(got-c.want) > 1e-9 || math.Abs(math.Sqrt(f.cov[decoding][decoding])-c.sd) > 1e-9 {
+				t.Errorf("τd %.4g ± %.4g, want %.4g ± %.4g", got, math.Sqrt(f.cov[decoding][decoding]), c.want, c.sd)
+			}
+		})
+	}
+}
+
+// The target's other use cases lend a law its slope and with it their
+// reach, never a bend: a bend is the use case's own data's, and reaches as
+// far as they do.
+func TestABendReachesAsFarAsItsData(t *testing.T) {
+	pr := Prior{ITL: Ratio{Value: 0.1, SE: 0.05}, Scale: 0.01, Reach: 64}
+	for _, c := range []struct {
+		name string
+		itl  func(b float64) float64
+		want float64
+	}{
+		{"bent", func(b float64) float64 { return 0.014 + 0.00016*(b-1)*(b-1) }, 6},
+		{"straight", func(b float64) float64 { return 0.014 + 0.0005*(b-1) }, 64},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var os []obs
+			for _, b := range []float64{1, 1, 2, 3, 4, 5, 6, 6, 6, 6} {
+				os = append(os, obs{q: 1, a: b, b: b, level: b, itl: c.itl(b), decodeOK: true})
+			}
+			if p := itlPart(os, pr); !p.ok || p.reach != c.want || p.fit.used[curved] != (c.want == 6) {
+				t.Errorf("reach %v, bend %v, want reach %v", p.reach, p.fit.used[curved], c.want)
+			}
+		})
+	}
+}
+
+// The optimistic bound bends no further than the data: past its reach, a
+// bend goes on as its tangent there.
+func TestBendGoesOnAsItsTangent(t *testing.T) {
+	tw := twin{straight: 10}
+	for _, c := range []struct{ x, want float64 }{{0, 0}, {5, 25}, {10, 100}, {11, 120}, {20, 300}} {
+		if got := tw.bend(c.x); got != c.want {
+			t.Errorf("bend(%v) = %v, want %v", c.x, got, c.want)
+		}
+	}
+	if got := (twin{}).bend(20); got != 400 {
+		t.Errorf("without a reach, bend(20) = %v, want 400", got)
+	}
+}
+
 // Calibration climbs by doubling until a server is placed, then brackets the
 // crossing, and stops once it is measured closely enough.
 func TestBurst(t *testing.T) {

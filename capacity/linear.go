@@ -29,6 +29,11 @@ const huber = 1.345
 // else is known: probes of one shape at one load scatter by about 10%.
 const typicalScale = 0.1
 
+// resolution is the smallest relative scatter the robust weights take
+// for a probe's noise: a latency is not measured to better than about 1%
+// (the server's scheduling, the network, the clock).
+const resolution = 0.01
+
 // robustFrom is the fewest degrees of freedom at which robust weights
 // apply: with fewer, a burst that disagrees with two idle probes is as
 // likely the law as an outlier, and reweighting would throw the law away.
@@ -169,10 +174,11 @@ func fitLinear(x [][]float64, y []float64, nonneg []bool, prior slopePrior, scal
 		for i := range rel {
 			rel[i] = f.resid[i] * math.Sqrt(base[i])
 		}
-		s := mad(rel)
-		if s == 0 {
-			break
-		}
+		// A burst's probes stand many to a level, and a law that fits
+		// the levels well leaves most residuals near zero: their median
+		// is then no measure of the noise, and would take every level
+		// the law fits less well for an outlier.
+		s := math.Max(mad(rel), resolution)
 		changed := false
 		for i, r := range rel {
 			nw, a := 1.0, math.Abs(r)/s

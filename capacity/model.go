@@ -224,15 +224,35 @@ func ttftPart(os []obs, pr Prior) part {
 		}
 	}
 	p.fitTo(x, y, pr.TTFT, pr, fitLinear)
-	if p.ok && !p.fit.varies[decoding] {
-		// No probe waited beside sequences decoding (an idle server's
-		// bursts): the data cannot tell a decoder beside it from a prompt
-		// beside it, and the one charge stands for both.
-		f := &p.fit
-		f.beta[decoding], f.used[decoding] = f.beta[queued], f.used[queued]
-		f.cov[decoding][decoding] = f.cov[queued][queued]
-	}
 	return p
+}
+
+// decoders charges the TTFT law's decoding sequences where no probe
+// waited beside any (an idle server's bursts, whose short probes decode
+// for a moment each), from the engine's physics. A sequence decoding
+// beside a prompt costs at least what a prompt waiting beside it does
+// (τw): the charge of a server that charges every request in flight
+// alike. An engine that prefills in chunks, in the steps that decode,
+// costs more: a step that carries a chunk lasts δ0+δp, a prompt ahead
+// of another takes τq, so a prompt's prefill spans τq/(δ0+δp) steps, and
+// each sequence decoding beside it makes every one of them δb longer. A
+// step that carries a chunk is told from one that merely counts the
+// prompts waiting by its length: a chunk is hundreds of tokens of
+// prefill, more work than a step's bare decode (δp > δ0); a server whose
+// steps grow less with a prompt waiting is not charged so.
+func decoders(ttft *part, itl part) {
+	f := &ttft.fit
+	if !ttft.ok || f.varies[decoding] {
+		return
+	}
+	charge, v, used := f.beta[queued], f.cov[queued][queued], f.used[queued]
+	if g := itl.fit; itl.ok && g.used[prefilling] && g.used[1] && f.used[1] && g.beta[prefilling] > g.beta[0] {
+		steps := f.beta[1] / (g.beta[0] + g.beta[prefilling])
+		if c := steps * g.beta[1]; c > charge {
+			charge, v, used = c, steps*steps*g.cov[1][1], true
+		}
+	}
+	f.beta[decoding], f.used[decoding], f.cov[decoding][decoding] = charge, used, v
 }
 
 // prefilling is the ITL law's column of s.
@@ -339,6 +359,7 @@ func itlPart(os []obs, pr Prior) part {
 			p.reach, arrived = math.Max(p.reach, o.b), math.Max(arrived, o.a)
 		}
 	}
+	measured := p.reach
 	p.fitTo(x, y, pr.ITL, pr, fitITL)
 	if p.ok && p.fit.used[curved] && p.fit.beta[curved] < z*math.Sqrt(p.fit.cov[curved][curved]) {
 		// A bend the data cannot tell from noise is left out of the
@@ -369,6 +390,11 @@ func itlPart(os []obs, pr Prior) part {
 				p.wide = &wide
 			}
 		}
+	}
+	if p.ok && p.fit.used[curved] {
+		// The other use cases lend a slope, never a bend: a bend is this
+		// use case's own data's, and reaches as far as they do.
+		p.reach = measured
 	}
 	if p.ok && p.fit.used[2] {
 		// A server that fixes a request's speed on arrival (δa > 0) was
@@ -610,6 +636,7 @@ type fitted struct {
 // tokens per request: the capacity, its bounds, each SLO's own.
 func fit(slos []SLO, os []obs, stat string, shape twin, pr Prior) *fitted {
 	ttft, itl := ttftPart(os, pr), itlPart(os, pr)
+	decoders(&ttft, itl)
 	if stat != "mean" && stat != "" {
 		// A percentile is the mean's law shifted by the residuals' own
 		// percentile: the noise around the law, not the law, sets it.
@@ -663,7 +690,16 @@ func fit(slos []SLO, os []obs, stat string, shape twin, pr Prior) *fitted {
 		if itl.wide != nil && s.Name != "ttft_seconds" {
 			lo = math.Min(lo, (&cells{tw: shape.with(shift(ttft.fit, z), shift(*itl.wide, z))}).limit(*s, 4*far))
 		}
-		hi := shifted(ttft, itl, shape, -z).limit(*s, 4*far)
+		// The optimistic bound takes a bend no further than the data
+		// measured it: latency grows at least linearly with the batch
+		// (a step reads every sequence), but how much more steeply past
+		// the data no probe has said, so past the reach the bend goes on
+		// as its tangent there.
+		straight := shape
+		if itl.fit.used[curved] {
+			straight.straight = math.Max(itl.reach-1, 1)
+		}
+		hi := shifted(ttft, itl, straight, -z).limit(*s, 4*far)
 		// A closed loop is not monotone in every cost: a quicker decode
 		// brings the second round back while the first still queues for
 		// prefill. The bounds are the extremes of the three, and at least

@@ -35,6 +35,9 @@ type twin struct {
 	// thousands, its running requests hold beyond as many of the shape,
 	// each of which holds held (UseCase.held).
 	beyond, held float64
+	// straight > 0: past that many others in its batch, the bend goes on
+	// as its tangent there (the optimistic bound's law, fit).
+	straight float64
 }
 
 // with is the twin of these laws' coefficients.
@@ -292,7 +295,7 @@ func (tw twin) run(n int, sc *scratch, measured bool) cell {
 			}
 		}
 		step := tw.itl[0] + tw.itl[1]*(s.batch-1) + tw.itl[2]*math.Max(inFlight-s.batch, 0)
-		step += tw.itl[curved]*(s.batch-1)*(s.batch-1) + tw.itl[itlKV]*tw.beyond
+		step += tw.itl[curved]*tw.bend(s.batch-1) + tw.itl[itlKV]*tw.beyond
 		itl := interval(math.Max(step, 1e-9), tw.itl[prefilling], s.prefilling)
 		r.end = r.first + (tw.output-1)*itl
 		active = append(active, r)
@@ -309,6 +312,15 @@ func (tw twin) run(n int, sc *scratch, measured bool) cell {
 	count := float64(len(done))
 	c.ttft, c.itl, c.e2e, c.decode = c.ttft/count, c.itl/count, c.e2e/count, c.decode/count
 	return c
+}
+
+// bend is the ITL law's (b−1)² at x = b−1, or past straight its tangent
+// there.
+func (tw twin) bend(x float64) float64 {
+	if r := tw.straight; r > 0 && x > r {
+		return r * (2*x - r)
+	}
+	return x * x
 }
 
 // holding is how many requests hold KV cache at t.

@@ -507,6 +507,43 @@ func TestABendReachesAsFarAsItsData(t *testing.T) {
 	}
 }
 
+// A decode step reads every sequence's KV cache: the ITL slope another use
+// case's bursts measured at one context, and a third's at another, say it
+// at this one's, on a line in the KV tokens a sequence holds, never
+// falling with them.
+func TestSlopePerSequenceFollowsTheContext(t *testing.T) {
+	slopes := func(held ...float64) []Slopes {
+		var out []Slopes
+		for i := 0; i+1 < len(held); i += 2 {
+			out = append(out, Slopes{Held: held[i], ITL: Slope{Intercept: 0.012, Value: held[i+1], SE: 0.05 * held[i+1]}})
+		}
+		return out
+	}
+	for _, c := range []struct {
+		name   string
+		others []Slopes
+		held   float64
+		want   float64 // 0: none
+	}{
+		// 1.87 ms a sequence and 0.029 ms per 1K tokens it holds.
+		{"grows with the context", slopes(1088, 0.00187+0.029e-3*1.088, 8704, 0.00187+0.029e-3*8.704), 33280, 0.00187 + 0.029e-3*33.28},
+		{"the same at any context", slopes(1088, 0.002, 8704, 0.002), 99000, 0.002},
+		{"falling is held flat", slopes(1088, 0.0022, 8704, 0.0018), 33280, 0.002},
+		{"one context says nothing of the line", slopes(1088, 0.002, 1088, 0.0021), 33280, 0},
+		{"one use case", slopes(1088, 0.002), 33280, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m, se, ok := perSequence(c.others, c.held)
+			switch {
+			case c.want == 0 && ok:
+				t.Errorf("slope %.5f, want none", m)
+			case c.want > 0 && (!ok || math.Abs(m-c.want) > 0.05*c.want || !(se > 0)):
+				t.Errorf("slope %.5f ± %.5f (%v), want %.5f", m, se, ok, c.want)
+			}
+		})
+	}
+}
+
 // The optimistic bound bends no further than the data: past its reach, a
 // bend goes on as its tangent there.
 func TestBendGoesOnAsItsTangent(t *testing.T) {

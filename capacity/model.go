@@ -422,15 +422,19 @@ func (p *part) fitTo(x [][]float64, y []float64, r Ratio, pr Prior, fitWith fitt
 	scale0 := pr.scale()
 	own, ok := fitWith(x, y, nonneg, slopePrior{}, scale0)
 	p.fit, p.ok = own, ok && len(y) >= MinSamples
-	if !ok || !(r.SE > 0) || !(r.Value > 0) {
+	if !ok {
 		return
 	}
-	work := own.beta[0] - r.Fixed
-	if !(work > 0) {
+	var m, sd float64
+	switch work := own.beta[0] - r.Fixed; {
+	case r.Slope > 0:
+		m, sd = r.Slope, math.Hypot(priorSpread*r.Slope, r.SlopeSE)
+	case r.SE > 0 && r.Value > 0 && work > 0:
+		m = r.Value * work
+		sd = math.Hypot(priorSpread*m, r.SE*work)
+	default:
 		return
 	}
-	m := r.Value * work
-	sd := math.Hypot(priorSpread*m, r.SE*work)
 	p.fit, p.ok = fitWith(x, y, nonneg, slopePrior{value: m, sd: sd}, scale0)
 	p.reach = math.Max(p.reach, pr.Reach)
 }
@@ -472,7 +476,11 @@ func (pr Prior) scale() float64 {
 
 // Ratio is one relative slope, its standard error (SE 0: unknown) and the
 // fixed part of the intercept it is relative to.
-type Ratio struct{ Value, SE, Fixed float64 }
+//
+// Slope > 0 is the slope itself, SlopeSE its standard error: the ITL law's
+// prior read off the others' slopes against the KV tokens their sequences
+// hold (perSequence), which takes the place of Value where known.
+type Ratio struct{ Value, SE, Fixed, Slope, SlopeSE float64 }
 
 // priorSpread is how far a slope taken from the target's other use cases may be
 // off for this one, as a share of it: physics shares the ratio only
@@ -488,6 +496,9 @@ const priorSpread = 0.5
 type Slopes struct {
 	TTFT, ITL    Slope
 	Scale, Reach float64
+	// Held is the KV tokens one of its requests holds (UseCase.held): what
+	// each sequence of its batch reads in a decode step.
+	Held float64
 }
 
 // Slope is one law's intercept and slope (SE 0: no slope known).
@@ -496,7 +507,7 @@ type Slope struct{ Intercept, Value, SE float64 }
 // Ratios is what one use case's own data say of its laws (Slopes).
 func Ratios(u UseCase, points []Point) Slopes {
 	os := observations(points, u.held())
-	var out Slopes
+	out := Slopes{Held: u.held()}
 	for _, p := range []struct {
 		part part
 		to   *Slope
@@ -523,7 +534,7 @@ func Ratios(u UseCase, points []Point) Slopes {
 // prompt lengths by more than their standard errors: a random-effects mean,
 // so that no one use case's tight fit speaks for all); the scale their
 // median, the reach their most.
-func Pool(others []Slopes) Prior {
+func Pool(others []Slopes, held float64) Prior {
 	var out Prior
 	pool := func(get func(Slopes) Slope) Ratio {
 		var sloped []Slope
@@ -550,6 +561,9 @@ func Pool(others []Slopes) Prior {
 	}
 	out.TTFT = pool(func(s Slopes) Slope { return s.TTFT })
 	out.ITL = pool(func(s Slopes) Slope { return s.ITL })
+	if m, se, ok := perSequence(others, held); ok {
+		out.ITL.Slope, out.ITL.SlopeSE = m, se
+	}
 	var scales []float64
 	for _, o := range others {
 		if o.Scale > 0 && !math.IsInf(o.Scale, 0) {
@@ -563,6 +577,40 @@ func Pool(others []Slopes) Prior {
 		out.Scale = Statistic(scales, "p50")
 	}
 	return out
+}
+
+// perSequence is the ITL law's slope for a use case whose sequences hold
+// held KV tokens, from the others' slopes at the tokens theirs hold: each
+// sequence in a decode step costs its own reads of its KV cache, and
+// compute, so the slope is a line in what it holds, c + κ·held, κ at or
+// above zero (zero where a server charges another sequence the same at any
+// context). The line is fitted to their slopes, each as a relative error
+// of priorSpread (the random effect of Pool) and its own standard error,
+// and read at held with its standard error there. ok is false with fewer
+// than two sloped use cases of different lengths, or where the line is not
+// above zero at held.
+func perSequence(others []Slopes, held float64) (m, se float64, ok bool) {
+	var x [][]float64
+	var y []float64
+	for _, o := range others {
+		if s := o.ITL; s.SE > 0 && s.Value > 0 && o.Held > 0 {
+			x, y = append(x, []float64{1, o.Held / 1000}), append(y, s.Value)
+		}
+	}
+	if len(y) < 2 || !spread(x, 1) {
+		return 0, 0, false
+	}
+	f, fitted := fitLinear(x, y, []bool{false, true}, slopePrior{}, priorSpread)
+	if !fitted {
+		return 0, 0, false
+	}
+	h := held / 1000
+	m = f.beta[0] + f.beta[1]*h
+	v := f.cov[0][0] + 2*h*f.cov[0][1] + h*h*f.cov[1][1]
+	if !(m > 0) || !(v >= 0) || math.IsInf(v, 0) {
+		return 0, 0, false
+	}
+	return m, math.Sqrt(v), true
 }
 
 // fixedPart is the part of a law's intercept that a request queued or

@@ -168,7 +168,7 @@ func (e *Estimator) read(target string, s spec, kv float64, now time.Time) *inpu
 		}
 	}
 	for i := range s.us {
-		in.cus[i].Prior = capacity.Pool(slices.Delete(slices.Clone(ratios), i, i+1))
+		in.cus[i].Prior = capacity.Pool(slices.Delete(slices.Clone(ratios), i, i+1), ratios[i].Held)
 	}
 	return in
 }

@@ -313,18 +313,33 @@ const gaussNewton = 20
 // at one observation's columns r with the coefficients beta: in its decode
 // step D and in δp; positive false where D is not above zero.
 func stepShare(beta, r []float64) (dD, dP float64, positive bool) {
-	d := 0.0
-	for c, b := range beta {
-		if c != prefilling {
-			d += b * r[c]
-		}
-	}
+	d := decodeStep(beta, r)
 	p, s := beta[prefilling], r[prefilling]
 	if !(d > 0) {
 		return 0, 0, false
 	}
 	den := d + (1-s)*p
 	return ((2*d+p)*den - d*(d+p)) / (den * den), s * d * d / (den * den), true
+}
+
+// itlRow is the ITL law's columns for a request that decoded in a batch b,
+// arrived into a requests, decoded a share s of its time while prompts
+// waited for their first token, beside k thousand KV tokens beyond its
+// count's worth; bend is what stands for (b−1)² (twin.bend).
+func itlRow(b, a, s, bend, k float64) [itlKV + 1]float64 {
+	return [itlKV + 1]float64{1, b - 1, math.Max(a-b, 0), s, bend, k}
+}
+
+// decodeStep is the ITL law's decode step D at one row: every coefficient
+// but δp times its column.
+func decodeStep(beta, r []float64) float64 {
+	d := 0.0
+	for c, b := range beta {
+		if c != prefilling {
+			d += b * r[c]
+		}
+	}
+	return d
 }
 
 // interval is the ITL law's mean interval between tokens for a decode step
@@ -355,7 +370,8 @@ func itlPart(os []obs, pr Prior) part {
 	arrived := 0.0
 	for _, o := range os {
 		if o.decodeOK && o.itl > 0 && !math.IsInf(o.itl, 0) {
-			x, y = append(x, []float64{1, o.b - 1, math.Max(o.a-o.b, 0), o.prefilling, (o.b - 1) * (o.b - 1), o.kv}), append(y, o.itl)
+			r := itlRow(o.b, o.a, o.prefilling, (o.b-1)*(o.b-1), o.kv)
+			x, y = append(x, r[:]), append(y, o.itl)
 			p.reach, arrived = math.Max(p.reach, o.b), math.Max(arrived, o.a)
 		}
 	}

@@ -294,9 +294,8 @@ func (tw twin) run(n int, sc *scratch, measured bool) cell {
 				s.prefilling = 1
 			}
 		}
-		step := tw.itl[0] + tw.itl[1]*(s.batch-1) + tw.itl[2]*math.Max(inFlight-s.batch, 0)
-		step += tw.itl[curved]*tw.bend(s.batch-1) + tw.itl[itlKV]*tw.beyond
-		itl := interval(math.Max(step, 1e-9), tw.itl[prefilling], s.prefilling)
+		row := itlRow(s.batch, inFlight, s.prefilling, tw.bend(s.batch-1), tw.beyond)
+		itl := interval(math.Max(decodeStep(tw.itl, row[:]), 1e-9), tw.itl[prefilling], s.prefilling)
 		r.end = r.first + (tw.output-1)*itl
 		active = append(active, r)
 		done = append(done, r)

@@ -422,10 +422,11 @@ func itlPart(os []obs, pr Prior) part {
 }
 
 // fitTo fits the part to its data, with the slope the target's other use
-// cases imply (r, a ratio of slope to intercept) as a prior: physics
-// shares that ratio across prompt lengths (Prior), but only roughly, so it
-// is held to within priorSpread of its value and a use case's own bursts
-// soon outweigh it.
+// cases imply as a prior: r's slope itself where it has one (perSequence),
+// else its ratio of slope to intercept, which physics shares across prompt
+// lengths (Prior). Either holds only roughly, so the prior is held to
+// within priorSpread of its value and a use case's own bursts soon
+// outweigh it.
 func (p *part) fitTo(x [][]float64, y []float64, r Ratio, pr Prior, fitWith fitter) {
 	if len(y) == 0 {
 		return
@@ -600,9 +601,11 @@ func Pool(others []Slopes, held float64) Prior {
 // sequence in a decode step costs its own reads of its KV cache, and
 // compute, so the slope is a line in what it holds, c + κ·held, κ at or
 // above zero (zero where a server charges another sequence the same at any
-// context). The line is fitted to their slopes, each as a relative error
-// of priorSpread (the random effect of Pool) and its own standard error,
-// and read at held with its standard error there. ok is false with fewer
+// context). The line is fitted to their slopes on relative error, its
+// scatter pooled with priorSpread's (the random effect of Pool: slopes at
+// two lengths differ by more than their own standard errors, which only
+// say that each is sloped), and read at held with its standard error
+// there. ok is false with fewer
 // than two sloped use cases of different lengths, or where the line is not
 // above zero at held.
 func perSequence(others []Slopes, held float64) (m, se float64, ok bool) {
@@ -722,6 +725,14 @@ func fit(slos []SLO, os []obs, stat string, shape twin, pr Prior) *fitted {
 	binding := -1
 	var whys []string
 	f.lower, f.upper = math.Inf(1), math.Inf(1)
+	// The optimistic bound takes a bend no further than the data measured
+	// it: latency grows at least linearly with the batch (a step reads
+	// every sequence), but how much more steeply past the data no probe
+	// has said, so past the reach the bend goes on as its tangent there.
+	optimistic := shape
+	if itl.fit.used[curved] {
+		optimistic.straight = math.Max(itl.reach-1, 1)
+	}
 	for i := range f.slos {
 		s := &f.slos[i]
 		s.Capacity, s.Lower, s.Upper = math.NaN(), math.NaN(), math.NaN()
@@ -754,16 +765,7 @@ func fit(slos []SLO, os []obs, stat string, shape twin, pr Prior) *fitted {
 		if itl.wide != nil && s.Name != "ttft_seconds" {
 			lo = math.Min(lo, (&cells{tw: shape.with(shift(ttft.fit, z), shift(*itl.wide, z))}).limit(*s, 4*far))
 		}
-		// The optimistic bound takes a bend no further than the data
-		// measured it: latency grows at least linearly with the batch
-		// (a step reads every sequence), but how much more steeply past
-		// the data no probe has said, so past the reach the bend goes on
-		// as its tangent there.
-		straight := shape
-		if itl.fit.used[curved] {
-			straight.straight = math.Max(itl.reach-1, 1)
-		}
-		hi := shifted(ttft, itl, straight, -z).limit(*s, 4*far)
+		hi := shifted(ttft, itl, optimistic, -z).limit(*s, 4*far)
 		// A closed loop is not monotone in every cost: a quicker decode
 		// brings the second round back while the first still queues for
 		// prefill. The bounds are the extremes of the three, and at least

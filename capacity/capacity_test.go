@@ -782,3 +782,18 @@ func TestWindowsShareTheStore(t *testing.T) {
 		})
 	}
 }
+
+// A window whose probes measured no interval between tokens (one-token
+// replies) still gives TTFT its capacity: the ITL law, with nothing fitted,
+// has no bend to bound (a daemon test once panicked there).
+func TestNoITLFitted(t *testing.T) {
+	l := server{ttft: func(q, w, d float64) float64 { return 0.2 + 0.3*(q-1+w+d) }, itl: func(b, a float64) float64 { return 0.01 }}
+	ps := window(l, loads(12, 1, 3), []int{3, 6}, 0.02, 9)
+	for i := range ps {
+		ps[i].ITL, ps[i].Decode = 0, 0
+	}
+	e := Evaluate("a", UseCase{Name: "u", Statistic: "mean", TTFTMax: 2}, ps, Production{InFlight: 1})
+	if math.IsNaN(e.Capacity) && e.Bound == "" {
+		t.Errorf("no capacity and no bound from TTFT alone: %s", e.Why)
+	}
+}

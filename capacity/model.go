@@ -730,7 +730,7 @@ func fit(slos []SLO, os []obs, stat string, shape twin, pr Prior) *fitted {
 	// every sequence), but how much more steeply past the data no probe
 	// has said, so past the reach the bend goes on as its tangent there.
 	optimistic := shape
-	if itl.fit.used[curved] {
+	if len(itl.fit.used) > curved && itl.fit.used[curved] { // no ITL fit at all: no bend
 		optimistic.straight = math.Max(itl.reach-1, 1)
 	}
 	for i := range f.slos {

@@ -66,12 +66,14 @@ func window(l server, loads []float64, bursts []int, noise float64, seed uint64)
 				last = math.Max(last, p.TTFT)
 			}
 			for i, p := range burst {
-				share := 0.0
-				if p.E2E > p.TTFT {
-					share = math.Max(0, math.Min(p.E2E, last)-p.TTFT) / (p.E2E - p.TTFT)
-				}
+				// Tokens come every step+stall until the last prompt's
+				// first token, every step after.
 				step := l.itl(b[i], float64(k))
-				burst[i].ITL = noise[i] / (share/(step+l.stall) + (1-share)/step)
+				decode := 127 * (step + l.stall)
+				if slow := math.Max(last-p.TTFT, 0); slow < decode {
+					decode = slow + (127-slow/(step+l.stall))*step
+				}
+				burst[i].ITL = noise[i] * decode / 127
 				burst[i].E2E = burst[i].TTFT + 127*burst[i].ITL
 			}
 			for i, p := range burst {
@@ -356,6 +358,28 @@ func TestMarginFreeAndRatioAgree(t *testing.T) {
 		}
 		if load == 0 && math.Abs(e.Free-e.Capacity) > 0.05*e.Capacity {
 			t.Errorf("idle: free %.2f, capacity %.2f", e.Free, e.Capacity)
+		}
+	}
+}
+
+// Production's waiting prompts are a mean over time: one caught waiting in
+// a snapshot stands a share of the time, and a newcomer decodes amid its
+// prefill for that share, not all along. With a chunk step five decode
+// steps long, reading a queue of 0.25 as standing all along breached the
+// decode threshold at a load whose lone probes decode at 55 tok/s (the
+// demo's report-002 engine, whose chunk step is 1.2 s, did so at load 7);
+// a queue of two always waiting does stall every step.
+func TestAWaitingPromptIsNotAStandingQueue(t *testing.T) {
+	l := server{ttft: func(q, w, d float64) float64 { return 0.3 * q }, itl: func(b, a float64) float64 { return 0.015 + 0.0005*(b-1) }, stall: 0.1}
+	u := UseCase{Name: "u", Statistic: "mean", TTFTMax: 3, DecodeMin: 20}
+	ps := window(l, loads(30, 1, 8), []int{4, 8, 16}, 0.03, 4)
+	for _, c := range []struct {
+		waiting  float64
+		breached bool
+	}{{0, false}, {0.25, false}, {2, true}} {
+		e := Evaluate("a", u, ps, Production{InFlight: 7, Waiting: c.waiting})
+		if (e.Margin < 0) != c.breached || (!c.breached && !(e.Free >= 1)) {
+			t.Errorf("queue %.1f at load 7: margin %.3f, free %.2f (capacity %.2f %s), breached %v", c.waiting, e.Margin, e.Free, e.Capacity, e.Why, c.breached)
 		}
 	}
 }

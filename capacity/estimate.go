@@ -103,7 +103,8 @@ type Estimate struct {
 }
 
 // Production is what runs on a target besides the probes, as its engine
-// says now: the requests in flight (NaN: unknown), of them waiting, and the
+// says now: the requests in flight (NaN: unknown), how many of them wait on
+// average (a snapshot's waiting prompt is not a standing queue), and the
 // KV-cache tokens its running ones hold (0 or NaN where the engine does not
 // say: its requests then count as the use case's shape).
 type Production struct{ InFlight, Waiting, KV float64 }

@@ -149,8 +149,8 @@ type beside struct{ batch, prefilling float64 }
 // its decode it decoded beside it. With D(t) the requests decoding at t and
 // F its integral, a request decoding from a to b shares F(b) - F(a) - (b -
 // a) request-seconds with the others: one sweep over the sorted starts and
-// ends, not a comparison of every pair. Production's waiting prompts, when
-// there are any, are prefilling all along.
+// ends, not a comparison of every pair. Production's waiting prompts, a
+// mean over time, prefill for as much of it as they stand (alongside).
 func besides(sc *scratch, running, waiting float64) {
 	done := sc.done
 	edges := sc.edges[:0]
@@ -179,12 +179,18 @@ func besides(sc *scratch, running, waiting float64) {
 		s := beside{batch: 1 + running, prefilling: 1}
 		if span := r.end - r.first; span > 0 {
 			s.batch += math.Max(0, at(r.end)-at(r.first)-span) / span
-			if waiting == 0 {
-				s.prefilling = (pending.upTo(r.end) - pending.upTo(r.first)) / span
-			}
+			s.prefilling = alongside((pending.upTo(r.end)-pending.upTo(r.first))/span, waiting)
 		}
 		*sc.at(r.slot, r.round) = s
 	}
+}
+
+// alongside is the share of a decode's time with some prompt waiting for
+// prefill: the twin's own prompts for the share own, production's queue of
+// waiting prompts on average for at most that many times the decode's time
+// (a queue of 0.3 stands at most 30% of the time), the two independent.
+func alongside(own, waiting float64) float64 {
+	return 1 - (1-own)*(1-math.Min(waiting, 1))
 }
 
 // edge is a request's start (d 1) or end (d -1) of decoding.
@@ -289,8 +295,8 @@ func (tw twin) run(n int, sc *scratch, measured bool) cell {
 			// decode beside it, and prompts to wait for prefill all along
 			// its decode while any are behind it; the later ones measure
 			// both.
-			s = beside{batch: inFlight}
-			if behind+tw.waiting > 0 {
+			s = beside{batch: inFlight, prefilling: alongside(0, tw.waiting)}
+			if behind > 0 {
 				s.prefilling = 1
 			}
 		}

@@ -49,6 +49,11 @@ type Load struct {
 	// TimeScale is the virtual seconds per wall second a time-scaled
 	// `headroom sim` declares on headroom_sim_info; 1 for a real server.
 	TimeScale float64
+	// Queue is Waiting averaged over time by whoever follows the readings
+	// (the monitor, over about a DecodeSpan): the gauge is a snapshot, and
+	// one prompt caught waiting is not a standing queue. 0 where no one
+	// averaged; NaN while Waiting is unknown.
+	Queue float64
 }
 
 // InFlight is running + waiting, NaN when either is unknown.

@@ -126,9 +126,11 @@ func keyOf(p capacity.Production) loadKey {
 	return loadKey{math.Float64bits(p.InFlight), math.Float64bits(p.Waiting), math.Float64bits(p.KV)}
 }
 
-// production is what the engine's reading says runs on the target now.
+// production is what the engine's reading says runs on the target now: of
+// its requests in flight, as many wait as wait on average (a request
+// arriving at any moment meets the time average), the rest decode.
 func production(l engine.Load) capacity.Production {
-	return capacity.Production{InFlight: l.InFlight(), Waiting: l.Waiting, KV: l.KVUsage * l.KVTokens}
+	return capacity.Production{InFlight: l.InFlight(), Waiting: math.Min(l.Queue, l.InFlight()), KV: l.KVUsage * l.KVTokens}
 }
 
 // unread is the load of a target whose engine has said nothing.

@@ -1,6 +1,7 @@
 package monitor
 
 import (
+	"math"
 	"time"
 
 	"github.com/headroom-dev/headroom/engine"
@@ -40,4 +41,31 @@ func (s *decodeSpan) add(l engine.Load, now time.Time) (Decode, bool) {
 	// false for NaN too: an engine without the histogram, or a span in
 	// which nothing was decoded or the readings said nothing of the batch.
 	return d, n > 0 && sum >= 0 && d.Running >= 1
+}
+
+// queueMean is production's waiting prompts averaged over time, each
+// reading weighted by the time since the last with a memory of DecodeSpan
+// (an exponential mean): a prompt the engine's gauge caught waiting at one
+// reading is a queue for the share of the time it stands, which is what a
+// request arriving at any moment meets, and what the capacity model charges
+// a newcomer's prefill and decode with.
+type queueMean struct {
+	mean float64
+	at   time.Time // of the last reading; zero: none yet
+}
+
+// add takes a reading of waiting prompts (NaN: unknown, which forgets the
+// mean) and says the mean with it.
+func (q *queueMean) add(waiting float64, now time.Time) float64 {
+	switch {
+	case math.IsNaN(waiting):
+		*q = queueMean{}
+		return waiting
+	case q.at.IsZero():
+		q.mean = waiting
+	default:
+		q.mean += (1 - math.Exp(-now.Sub(q.at).Seconds()/DecodeSpan.Seconds())) * (waiting - q.mean)
+	}
+	q.at = now
+	return q.mean
 }

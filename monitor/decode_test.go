@@ -59,3 +59,33 @@ func TestDecodeSpan(t *testing.T) {
 		})
 	}
 }
+
+// The queue the capacity model reads is production's waiting prompts over
+// time: one caught at a reading fades within a few DecodeSpans, a queue
+// that stands stays, and an unknown reading forgets the mean.
+func TestQueueMean(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	every := 5 * time.Second
+	for _, c := range []struct {
+		name     string
+		readings []float64
+		lo, hi   float64
+	}{
+		{"first reading", []float64{2}, 2, 2},
+		{"one caught waiting, then none for a minute", append([]float64{1}, make([]float64, 12)...), 0.1, 0.15},
+		{"a queue of three that stands", []float64{3, 3, 3, 3, 3, 3}, 3, 3},
+		{"one in five readings", []float64{0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1}, 0.1, 0.35},
+		{"unknown", []float64{2, 2, math.NaN()}, math.NaN(), math.NaN()},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var q queueMean
+			got := 0.0
+			for i, w := range c.readings {
+				got = q.add(w, t0.Add(time.Duration(i)*every))
+			}
+			if math.IsNaN(c.lo) != math.IsNaN(got) || got < c.lo || got > c.hi {
+				t.Errorf("mean %.3f, want [%v, %v]", got, c.lo, c.hi)
+			}
+		})
+	}
+}

@@ -284,6 +284,7 @@ type target struct {
 	load    engine.Load
 	seen    engine.Load // the last reading, kept while the metrics are down
 	decode  decodeSpan
+	queue   queueMean
 	up      bool
 	lastErr string
 	// probeErrs is each scenario's last probe failure until one succeeds.
@@ -451,15 +452,16 @@ func (t *target) scrape(ctx context.Context) (engine.Load, bool) {
 		if t.m.rec != nil {
 			t.m.rec.Reset(t.cfg.Name)
 		}
-		t.decode = decodeSpan{}
+		t.decode, t.queue = decodeSpan{}, queueMean{}
 	} else if why != "" {
 		t.m.logger.Info("server restarted: keeping its load-response curves (same engine, model and KV cache)", "target", t.cfg.Name, "why", why)
-		t.decode = decodeSpan{}
+		t.decode, t.queue = decodeSpan{}, queueMean{}
 	}
 	if d, ok := t.decode.add(l, time.Now()); ok && t.m.rec != nil {
 		t.m.rec.Decoded(t.cfg.Name, d)
 	}
 	t.up, t.lastErr, t.load, t.seen = true, "", production(l, float64(len(t.inFlight))), l
+	t.load.Queue = t.queue.add(t.load.Waiting, time.Now())
 	for acc := range t.inFlight {
 		acc.add(l.InFlight())
 	}

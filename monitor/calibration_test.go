@@ -2,9 +2,11 @@ package monitor_test
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"math"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -17,6 +19,7 @@ import (
 	"github.com/headroom-dev/headroom/config"
 	"github.com/headroom-dev/headroom/estimator"
 	"github.com/headroom-dev/headroom/internal/memnet"
+	"github.com/headroom-dev/headroom/internal/scripted"
 	"github.com/headroom-dev/headroom/monitor"
 	"github.com/headroom-dev/headroom/sim"
 )
@@ -169,4 +172,147 @@ use_cases: [{name: chatbot, scenario: ctx-8k, ttft_max: 2s, decode_min_tps: 15}]
 			}
 		}
 	})
+}
+
+// stalling passes requests to a server, except that the first request of
+// the first burst to arrive while two others are in flight waits stall
+// before it is served: a burst's straggler, stalled by nothing its law
+// counts.
+type stalling struct {
+	http.Handler
+	stall    time.Duration
+	mu       sync.Mutex
+	inFlight int
+	stalled  bool
+}
+
+func (s *stalling) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path != "/v1/completions" && r.URL.Path != "/v1/chat/completions" {
+		s.Handler.ServeHTTP(w, r)
+		return
+	}
+	s.mu.Lock()
+	s.inFlight++
+	stall := !s.stalled && s.inFlight == 3
+	s.stalled = s.stalled || stall
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.inFlight--
+		s.mu.Unlock()
+	}()
+	if stall {
+		select {
+		case <-time.After(s.stall):
+		case <-r.Context().Done():
+			return
+		}
+	}
+	s.Handler.ServeHTTP(w, r)
+}
+
+// A burst's last probe, stalled past twice what the others took, is cut:
+// it gives no sample (its measurement would be a stall no law counts) and
+// bills the budget for twice the others' time, not for its own deadline.
+// The monitor and estimator run as shipped, with calibration's defaults,
+// against a linear law.
+func TestABurstsStragglerIsCut(t *testing.T) {
+	cfg, err := config.Parse([]byte(`
+targets: [{name: sim, url: 'http://sim'}]
+scenarios: [{name: ctx-1k, input_tokens: 1024, output_tokens: 64}]
+use_cases: [{name: chat, scenario: ctx-1k, ttft_max: 2s, decode_min_tps: 15}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	law := scripted.Families()[0].Draw(1)
+	stall := 30 * time.Second // below the scenario's 37.4 s deadline
+	synctest.Test(t, func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		srv := scripted.NewServer(law, nil)
+		h := &stalling{Handler: srv, stall: stall}
+		ln := memnet.Listen()
+		hs := &http.Server{Handler: h}
+		var wg sync.WaitGroup
+		wg.Go(func() { _ = hs.Serve(ln) })
+		wg.Go(func() { srv.Run(ctx) })
+		est := estimator.New(cfg, nil)
+		rec := &bursts{Recorder: est, sizes: map[time.Time]int{}, ends: map[time.Time]time.Time{}}
+		var log strings.Builder
+		var logMu sync.Mutex
+		logger := slog.New(slog.NewTextHandler(&locked{w: &log, mu: &logMu}, nil))
+		mon := monitor.New(logger, collector.NewProbes(prometheus.NewRegistry(), false), rec, est, monitor.WithDial(ln.Dial))
+		mon.Apply(ctx, cfg)
+		time.Sleep(time.Hour)
+		mon.Stop()
+		cancel()
+		_ = hs.Close()
+		_ = ln.Close()
+		wg.Wait()
+
+		h.mu.Lock()
+		stalled := h.stalled
+		h.mu.Unlock()
+		if !stalled {
+			t.Fatal("no burst of three or more in the hour: nothing stalled")
+		}
+		logMu.Lock()
+		text := log.String()
+		logMu.Unlock()
+		if !strings.Contains(text, "cut its last probe") {
+			t.Errorf("no cut logged:\n%s", text)
+		}
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		short := 0
+		for sent, got := range rec.sizes {
+			if got < rec.burst[sent] {
+				short++
+				if took := rec.ends[sent].Sub(sent); took > stall/2 {
+					t.Errorf("the cut burst's probes ended %v after it was sent: a straggler's stall of %v was waited out", took, stall)
+				}
+			}
+		}
+		if short != 1 {
+			t.Errorf("%d bursts gave fewer samples than probes sent, want the stalled one alone (sizes %v, sent %v)", short, rec.sizes, rec.burst)
+		}
+	})
+}
+
+// bursts counts each burst's samples, and when the last of them ended.
+type bursts struct {
+	monitor.Recorder
+	mu    sync.Mutex
+	sizes map[time.Time]int
+	burst map[time.Time]int
+	ends  map[time.Time]time.Time
+}
+
+func (b *bursts) Record(s monitor.Sample) {
+	if s.Burst > 0 {
+		b.mu.Lock()
+		if b.burst == nil {
+			b.burst = map[time.Time]int{}
+		}
+		b.sizes[s.Time]++
+		b.burst[s.Time] = s.Burst
+		if end := s.Time.Add(s.Result.E2E); end.After(b.ends[s.Time]) {
+			b.ends[s.Time] = end
+		}
+		b.mu.Unlock()
+	}
+	b.Recorder.Record(s)
+}
+
+// locked is a writer for a logger read while it writes.
+type locked struct {
+	w  io.Writer
+	mu *sync.Mutex
+}
+
+func (l *locked) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }

@@ -770,20 +770,32 @@ func (t *target) probeN(ctx context.Context, sc config.Scenario, n int) (busy ti
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var samples []Sample
+	// A burst's last probe is cut when it has run twice as long as the
+	// others took (straggler): bctx is what cuts it.
+	bctx, cut := context.WithCancel(ctx)
+	defer cut()
+	var straggler *time.Timer
+	finished := 0
 	for _, pr := range preps {
 		wg.Go(func() {
-			s, ok := t.probeOnce(ctx, sc, pr, before, beforeOK, n)
+			s, ok := t.probeOnce(bctx, sc, pr, before, beforeOK, n)
 			t.sem.Release(1)
-			if !ok {
-				return
-			}
 			mu.Lock()
-			samples = append(samples, s)
-			mu.Unlock()
+			defer mu.Unlock()
+			if ok {
+				samples = append(samples, s)
+			}
+			if finished++; n > 1 && finished == n-1 {
+				straggler = time.AfterFunc(time.Duration(stragglerSpan-1)*time.Since(start), cut)
+			}
 		})
 	}
 	wg.Wait()
 	busy = time.Since(start)
+	if straggler != nil && !straggler.Stop() && ctx.Err() == nil {
+		t.m.logger.Info("calibration burst: cut its last probe, stalled past what the others took", "target", t.cfg.Name, "scenario", sc.Name,
+			"probes", n, "after", busy)
+	}
 	if prefill != nil {
 		// Each probe's own reading after it ended came after its first token.
 		t.mu.Lock()
@@ -816,6 +828,17 @@ func (t *target) probeN(ctx context.Context, sc config.Scenario, n int) (busy ti
 	}
 	return busy, len(samples) > 0, ctx.Err() == nil
 }
+
+// stragglerSpan is how many times the time its other probes took a burst's
+// last probe may run before it is cut. At worst the last request waited
+// for every other to finish (a KV cache or a prefill queue that admits them
+// in turn) and then ran with fewer beside it, which takes no longer than
+// they took: past twice that, something no law counts stalled it (a
+// lognormal tail, a network stall), its measurement would be an outlier,
+// and its time alone would bill the budget for up to a probe's deadline
+// (a 31-probe burst's straggler at 41 s silenced a target's probes for 34
+// minutes at the default 2%).
+const stragglerSpan = 2
 
 // observe exports a probe's result: a lone probe's (n = 1) into the
 // series the SLO panels and burn-rate rules read, a burst's apart, so that

@@ -384,6 +384,19 @@ func TestAWaitingPromptIsNotAStandingQueue(t *testing.T) {
 	}
 }
 
+// Hundreds of probes at forty levels make the fit's standard errors tiny,
+// but no latency is measured to better than about 1% (resolution): the
+// bounds allow every coefficient that much, a capacity of about 100 then
+// about 2% either way, where the standard errors alone gave 0.8%.
+func TestBoundsNoNarrowerThanAProbeMeasures(t *testing.T) {
+	l := server{ttft: func(q, w, d float64) float64 { return 0.05 + 0.02*(q-1+w+d) }, itl: func(b, a float64) float64 { return 0.01 + 0.0002*(b-1) }}
+	u := UseCase{Name: "u", Statistic: "mean", TTFTMax: 2, DecodeMin: 20}
+	e := Evaluate("a", u, window(l, loads(200, 1, 40), []int{10, 20, 40, 80}, 0, 1), Production{InFlight: 0})
+	if math.IsNaN(e.Capacity) || e.Capacity-e.Lower < 0.015*e.Capacity || e.Upper-e.Capacity < 0.015*e.Capacity {
+		t.Errorf("capacity %.2f [%.2f, %.2f] (%s): want at least 1.5%% either side", e.Capacity, e.Lower, e.Upper, e.Why)
+	}
+}
+
 // One wild probe (a stall 8x, in every window above) moves nothing: the
 // fit weighs a residual by its distance, not its square.
 func TestOutliersDoNotMoveTheFit(t *testing.T) {

@@ -912,7 +912,10 @@ const readings = 64
 // lower bound), < 0 the optimistic. Each coefficient at its own band's edge
 // together covers at least the laws' joint band at every load, and every
 // latency moves the same way in the twin, so the bounds bracket the
-// estimate whatever the protocol's mix of prefills and decodes.
+// estimate whatever the protocol's mix of prefills and decodes. No
+// coefficient is known to better than the latencies it is fitted from
+// (resolution): where hundreds of probes make a standard error smaller,
+// a band of a fraction of a percent would claim what no probe measures.
 func shifted(ttft, itl part, shape twin, band float64) *cells {
 	return &cells{tw: shape.with(shift(ttft.fit, band), shift(itl.fit, band))}
 }
@@ -923,7 +926,7 @@ func shift(f linearFit, band float64) []float64 {
 		if !f.used[a] {
 			continue
 		}
-		out[a] += band * math.Sqrt(math.Max(f.cov[a][a], 0))
+		out[a] += band * math.Max(math.Sqrt(math.Max(f.cov[a][a], 0)), resolution*math.Abs(out[a]))
 		if a > 0 || math.IsNaN(out[a]) {
 			out[a] = math.Max(out[a], 0)
 		}

@@ -413,6 +413,20 @@ func TestOutliersDoNotMoveTheFit(t *testing.T) {
 	}
 }
 
+// The bounds' quantile is Student's t at the law's degrees of freedom:
+// the table where it has one, the expansion past it, which meets the table
+// at 30 and z in the limit.
+func TestQuantileIsStudentsT(t *testing.T) {
+	for _, c := range []struct{ df, want, tol float64 }{
+		{0, math.Inf(1), 0}, {0.5, math.Inf(1), 0}, {1, 12.706, 0}, {2, 4.303, 0}, {3.7, 3.182, 0},
+		{30, 2.042, 0}, {31, 2.040, 0.001}, {60, 2.000, 0.001}, {120, 1.980, 0.001}, {1e6, 1.960, 0.001},
+	} {
+		if got := (linearFit{df: c.df}).quantile(); !(got == c.want || math.Abs(got-c.want) <= c.tol) {
+			t.Errorf("df %v: %.4f, want %.3f", c.df, got, c.want)
+		}
+	}
+}
+
 func TestFitLinear(t *testing.T) {
 	// y = 1 + 2x exactly; a column with no spread is dropped, and a slope
 	// that would go negative is held at zero.

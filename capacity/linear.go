@@ -15,6 +15,28 @@ type linearFit struct {
 	varies, used []bool
 	scale        float64   // relative residual scale, pooled with scale0
 	resid        []float64 // y - fitted, per observation
+	// df is the scale's degrees of freedom: the observations less the
+	// coefficients, plus pooled where a scale came from elsewhere.
+	df float64
+}
+
+// quantile is the two-sided 95% quantile of Student's t at the fit's
+// degrees of freedom: its scale is estimated, and from few observations a
+// band of z standard errors holds the truth far less often than 95%.
+func (f linearFit) quantile() float64 {
+	// t(0.975) for 1 to 30 degrees of freedom; past them, the first terms
+	// of its expansion in 1/df about z (within 0.001).
+	table := [...]float64{12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
+		2.201, 2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
+		2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042}
+	switch df := math.Floor(f.df); {
+	case df < 1:
+		return math.Inf(1)
+	case df <= float64(len(table)):
+		return table[int(df)-1]
+	default:
+		return z + (z*z*z+z)/(4*df) + (5*math.Pow(z, 5)+16*z*z*z+3*z)/(96*df*df)
+	}
 }
 
 // huber is the Huber weights' tuning constant, in units of the residual
@@ -115,6 +137,7 @@ func fitLinear(x [][]float64, y []float64, nonneg []bool, prior slopePrior, scal
 		if scale0 > 0 {
 			nu = pooled
 		}
+		f.df = dof + nu
 		if dof+nu <= 0 || sw == 0 {
 			return math.Inf(1)
 		}

@@ -908,8 +908,10 @@ func (f *fitted) at(now Production, slos []SLO) reading {
 const readings = 64
 
 // shifted is the twin with every coefficient of both laws moved by band
-// standard errors: band > 0 the pessimistic side (every cost higher, the
-// lower bound), < 0 the optimistic. Each coefficient at its own band's edge
+// standard errors (band z: each law's own 95% quantile of Student's t, as
+// its scale is estimated from its few observations): band > 0 the
+// pessimistic side (every cost higher, the lower bound), < 0 the
+// optimistic. Each coefficient at its own band's edge
 // together covers at least the laws' joint band at every load, and every
 // latency moves the same way in the twin, so the bounds bracket the
 // estimate whatever the protocol's mix of prefills and decodes. No
@@ -926,7 +928,9 @@ func shift(f linearFit, band float64) []float64 {
 		if !f.used[a] {
 			continue
 		}
-		out[a] += band * math.Max(math.Sqrt(math.Max(f.cov[a][a], 0)), resolution*math.Abs(out[a]))
+		if se := math.Max(math.Sqrt(math.Max(f.cov[a][a], 0)), resolution*math.Abs(out[a])); se > 0 {
+			out[a] += band / z * f.quantile() * se
+		}
 		if a > 0 || math.IsNaN(out[a]) {
 			out[a] = math.Max(out[a], 0)
 		}

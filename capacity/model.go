@@ -377,7 +377,7 @@ func itlPart(os []obs, pr Prior) part {
 	}
 	measured := p.reach
 	p.fitTo(x, y, pr.ITL, pr, fitITL)
-	if p.ok && p.fit.used[curved] && p.fit.beta[curved] < z*math.Sqrt(p.fit.cov[curved][curved]) {
+	if p.ok && p.fit.used[curved] && p.fit.beta[curved] < p.fit.quantile()*math.Sqrt(p.fit.cov[curved][curved]) {
 		// A bend the data cannot tell from noise is left out of the
 		// estimate: with it, a line's noise would bend the extrapolation
 		// either way. The lower bound still allows for it (wide).
@@ -396,7 +396,7 @@ func itlPart(os []obs, pr Prior) part {
 			nonneg[j] = j != curved
 		}
 		if free, ok := fitITL(x, y, nonneg, slopePrior{}, pr.scale()); ok && free.used[curved] {
-			if se := math.Sqrt(math.Max(free.cov[curved][curved], 0)); free.beta[curved]+z*se > 0 {
+			if se := math.Sqrt(math.Max(free.cov[curved][curved], 0)); free.beta[curved]+free.quantile()*se > 0 {
 				wide := p.fit
 				wide.beta, wide.used = slices.Clone(wide.beta), slices.Clone(wide.used)
 				wide.cov = slices.Clone(wide.cov)

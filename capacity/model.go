@@ -768,13 +768,18 @@ func fit(slos []SLO, os []obs, stat string, shape twin, pr Prior) *fitted {
 		hi := shifted(ttft, itl, optimistic, -z).limit(*s, 4*far)
 		// A closed loop is not monotone in every cost: a quicker decode
 		// brings the second round back while the first still queues for
-		// prefill. The bounds are the extremes of the three, and at least
+		// prefill, so a slower decode beside a quicker prefill can be the
+		// band's best case. The bounds are the extremes of the estimate
+		// and the four corners where each law is at one edge, and at least
 		// the whole requests around the estimate: the protocol sends a
 		// whole number, and the fraction between two levels is the
 		// search's interpolation, which no latency measures (a law need
 		// not be straight between them), so a band narrower than that
 		// step would claim what nothing measured.
-		sf.lo, sf.hi = min(lo, hi, math.Floor(sf.est)), max(lo, hi, math.Ceil(sf.est))
+		quickPrefill := (&cells{tw: shape.with(shift(ttft.fit, -z), shift(itl.fit, z))}).limit(*s, 4*far)
+		quickDecode := (&cells{tw: optimistic.with(shift(ttft.fit, z), shift(itl.fit, -z))}).limit(*s, 4*far)
+		sf.lo = min(lo, hi, quickPrefill, quickDecode, math.Floor(sf.est))
+		sf.hi = max(lo, hi, quickPrefill, quickDecode, math.Ceil(sf.est))
 		if sf.hi > float64(4*far) {
 			sf.hi = math.Inf(1)
 		}

@@ -184,10 +184,12 @@ func TestGeneralizationSuite(t *testing.T) {
 // 18 with a lone probe's decode law reading its typical step; 313, 390,
 // 14 with the robust scale's floor, idle decoders charged from the
 // chunk steps, the optimistic bound's bend going on as its tangent and a
-// bend reaching as far as its own data; docs/capacity.md).
+// bend reaching as far as its own data; 314, 429, 14 with the bounds at
+// Student's t and the four corners of the two laws' bands;
+// docs/capacity.md).
 const (
-	suiteWithin = 307
-	suiteInside = 384
+	suiteWithin = 308
+	suiteInside = 423
 	suiteOff2x  = 18
 )
 

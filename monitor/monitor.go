@@ -836,8 +836,9 @@ func (t *target) probeN(ctx context.Context, sc config.Scenario, n int) (busy ti
 // they took: past twice that, something no law counts stalled it (a
 // lognormal tail, a network stall), its measurement would be an outlier,
 // and its time alone would bill the budget for up to a probe's deadline
-// (a 31-probe burst's straggler at 41 s silenced a target's probes for 34
-// minutes at the default 2%).
+// (a 31-probe burst's straggler at 41 s bills 34 minutes of quiet at the
+// default 2%; in the noise family's run no probe came for the 29 minutes
+// left of the hour).
 const stragglerSpan = 2
 
 // observe exports a probe's result: a lone probe's (n = 1) into the

@@ -761,11 +761,11 @@ func fit(slos []SLO, os []obs, stat string, shape twin, pr Prior) *fitted {
 		sf := sloFit{est: base.limit(*s, far)}
 		sf.placed = sf.est <= Reach*reach
 		at := math.Min(sf.est, float64(far))
-		lo := shifted(ttft, itl, shape, z).limit(*s, 4*far)
+		lo := shifted(shape, ttft.fit, itl.fit, 1, 1).limit(*s, 4*far)
 		if itl.wide != nil && s.Name != "ttft_seconds" {
-			lo = math.Min(lo, (&cells{tw: shape.with(shift(ttft.fit, z), shift(*itl.wide, z))}).limit(*s, 4*far))
+			lo = math.Min(lo, shifted(shape, ttft.fit, *itl.wide, 1, 1).limit(*s, 4*far))
 		}
-		hi := shifted(ttft, itl, optimistic, -z).limit(*s, 4*far)
+		hi := shifted(optimistic, ttft.fit, itl.fit, -1, -1).limit(*s, 4*far)
 		// A closed loop is not monotone in every cost: a quicker decode
 		// brings the second round back while the first still queues for
 		// prefill, so a slower decode beside a quicker prefill can be the
@@ -776,8 +776,8 @@ func fit(slos []SLO, os []obs, stat string, shape twin, pr Prior) *fitted {
 		// search's interpolation, which no latency measures (a law need
 		// not be straight between them), so a band narrower than that
 		// step would claim what nothing measured.
-		quickPrefill := (&cells{tw: shape.with(shift(ttft.fit, -z), shift(itl.fit, z))}).limit(*s, 4*far)
-		quickDecode := (&cells{tw: optimistic.with(shift(ttft.fit, z), shift(itl.fit, -z))}).limit(*s, 4*far)
+		quickPrefill := shifted(shape, ttft.fit, itl.fit, -1, 1).limit(*s, 4*far)
+		quickDecode := shifted(optimistic, ttft.fit, itl.fit, 1, -1).limit(*s, 4*far)
 		sf.lo = min(lo, hi, quickPrefill, quickDecode, math.Floor(sf.est))
 		sf.hi = max(lo, hi, quickPrefill, quickDecode, math.Ceil(sf.est))
 		if sf.hi > float64(4*far) {
@@ -912,29 +912,28 @@ func (f *fitted) at(now Production, slos []SLO) reading {
 // readings is how many loads' readings a fit keeps.
 const readings = 64
 
-// shifted is the twin with every coefficient of both laws moved by band
-// standard errors (band z: each law's own 95% quantile of Student's t, as
-// its scale is estimated from its few observations): band > 0 the
-// pessimistic side (every cost higher, the lower bound), < 0 the
-// optimistic. Each coefficient at its own band's edge
-// together covers at least the laws' joint band at every load, and every
-// latency moves the same way in the twin, so the bounds bracket the
-// estimate whatever the protocol's mix of prefills and decodes. No
+// shifted is the twin with every coefficient of each law at one edge of
+// its 95% band (the law's own quantile of Student's t times its standard
+// error, as its scale is estimated from its few observations): side +1 the
+// pessimistic edge (every cost higher), -1 the optimistic; TTFT's law at
+// prefill's side, ITL's at decode's. Each coefficient at its own band's edge
+// together covers at least the laws' joint band at every load; fit reads
+// the four corners, as a closed loop is not monotone in every cost. No
 // coefficient is known to better than the latencies it is fitted from
 // (resolution): where hundreds of probes make a standard error smaller,
 // a band of a fraction of a percent would claim what no probe measures.
-func shifted(ttft, itl part, shape twin, band float64) *cells {
-	return &cells{tw: shape.with(shift(ttft.fit, band), shift(itl.fit, band))}
+func shifted(shape twin, ttft, itl linearFit, prefill, decode float64) *cells {
+	return &cells{tw: shape.with(shift(ttft, prefill), shift(itl, decode))}
 }
 
-func shift(f linearFit, band float64) []float64 {
+func shift(f linearFit, side float64) []float64 {
 	out := slices.Clone(f.beta)
 	for a := range out {
 		if !f.used[a] {
 			continue
 		}
 		if se := math.Max(math.Sqrt(math.Max(f.cov[a][a], 0)), resolution*math.Abs(out[a])); se > 0 {
-			out[a] += band / z * f.quantile() * se
+			out[a] += side * f.quantile() * se
 		}
 		if a > 0 || math.IsNaN(out[a]) {
 			out[a] = math.Max(out[a], 0)

@@ -238,7 +238,7 @@ use_cases: [{name: chat, scenario: ctx-1k, ttft_max: 2s, decode_min_tps: 15}]
 		wg.Go(func() { _ = hs.Serve(ln) })
 		wg.Go(func() { srv.Run(ctx) })
 		est := estimator.New(cfg, nil)
-		rec := &bursts{Recorder: est, sizes: map[time.Time]int{}, ends: map[time.Time]time.Time{}}
+		rec := &bursts{Recorder: est, sizes: map[time.Time]int{}, burst: map[time.Time]int{}, ends: map[time.Time]time.Time{}}
 		var log strings.Builder
 		var logMu sync.Mutex
 		logger := slog.New(slog.NewTextHandler(&locked{w: &log, mu: &logMu}, nil))
@@ -292,9 +292,6 @@ type bursts struct {
 func (b *bursts) Record(s monitor.Sample) {
 	if s.Burst > 0 {
 		b.mu.Lock()
-		if b.burst == nil {
-			b.burst = map[time.Time]int{}
-		}
 		b.sizes[s.Time]++
 		b.burst[s.Time] = s.Burst
 		if end := s.Time.Add(s.Result.E2E); end.After(b.ends[s.Time]) {

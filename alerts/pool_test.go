@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"math"
 	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -153,13 +152,12 @@ func runPool(t *testing.T, cfg *config.Config) ([]sample, [][]sim.Request) {
 		var wg sync.WaitGroup
 		var mu sync.Mutex
 		listeners := map[string]*memnet.Listener{}
-		var https []*http.Server
+		var stops []func()
 		for i := range poolSize {
 			srv := sim.NewServer(prof, 1, "vllm")
-			ln := memnet.Listen()
+			ln, stop := memnet.Serve(srv.Handler())
 			listeners[fmt.Sprintf("sim%d:80", i)] = ln
-			hs := &http.Server{Handler: srv.Handler()}
-			https = append(https, hs)
+			stops = append(stops, stop)
 			wg.Go(func() { srv.Run(ctx) })
 			wg.Go(func() {
 				srv.RunLoadObserved(ctx, load, []sim.Shape{shape}, uint64(i+1), func(r sim.Request) {
@@ -168,7 +166,6 @@ func runPool(t *testing.T, cfg *config.Config) ([]sample, [][]sim.Request) {
 					mu.Unlock()
 				})
 			})
-			wg.Go(func() { _ = hs.Serve(ln) })
 		}
 		dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
 			ln, ok := listeners[addr]
@@ -202,9 +199,8 @@ func runPool(t *testing.T, cfg *config.Config) ([]sample, [][]sim.Request) {
 		}
 		mon.Stop()
 		cancel()
-		for i, hs := range https {
-			_ = hs.Close()
-			_ = listeners[fmt.Sprintf("sim%d:80", i)].Close()
+		for _, stop := range stops {
+			stop()
 		}
 		wg.Wait()
 	})

@@ -74,10 +74,8 @@ func watchHandler(t *testing.T, serve func(ctx context.Context, wg *sync.WaitGro
 	synctest.Test(t, func(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		ln := memnet.Listen()
 		var wg sync.WaitGroup
-		hs := &http.Server{Handler: serve(ctx, &wg)}
-		wg.Go(func() { _ = hs.Serve(ln) })
+		ln, stop := memnet.Serve(serve(ctx, &wg))
 		cfg, err := config.Parse([]byte(cfgText))
 		if err != nil {
 			t.Fatal(err)
@@ -126,8 +124,7 @@ func watchHandler(t *testing.T, serve func(ctx context.Context, wg *sync.WaitGro
 		w.bursts, w.sizes, w.summaries = logs.times, logs.sizes, logs.summaries
 		w.start = start
 		cancel()
-		_ = hs.Close()
-		_ = ln.Close()
+		stop()
 		wg.Wait()
 		w.done = !t.Failed()
 	})

@@ -75,10 +75,8 @@ use_cases: [{name: chatbot, scenario: ctx-8k, ttft_max: 2s, decode_min_tps: 15}]
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		srv := sim.NewServer(prof, 1, "vllm")
-		ln := memnet.Listen()
-		hs := &http.Server{Handler: srv.Handler()}
+		ln, stop := memnet.Serve(srv.Handler())
 		var wg sync.WaitGroup
-		wg.Go(func() { _ = hs.Serve(ln) })
 		wg.Go(func() { srv.Run(ctx) })
 		est := estimator.New(cfg, nil)
 		rec := &tally{Recorder: est, sent: map[time.Time]bool{}}
@@ -96,8 +94,7 @@ use_cases: [{name: chatbot, scenario: ctx-8k, ttft_max: 2s, decode_min_tps: 15}]
 		}
 		mon.Stop() // every probe sent is recorded, or dropped from both
 		cancel()
-		_ = hs.Close()
-		_ = ln.Close()
+		stop()
 		wg.Wait()
 
 		mfs, err := reg.Gather()
@@ -232,10 +229,8 @@ use_cases: [{name: chat, scenario: ctx-1k, ttft_max: 2s, decode_min_tps: 15}]
 		defer cancel()
 		srv := scripted.NewServer(law, nil)
 		h := &stalling{Handler: srv, stall: stall}
-		ln := memnet.Listen()
-		hs := &http.Server{Handler: h}
+		ln, stop := memnet.Serve(h)
 		var wg sync.WaitGroup
-		wg.Go(func() { _ = hs.Serve(ln) })
 		wg.Go(func() { srv.Run(ctx) })
 		est := estimator.New(cfg, nil)
 		rec := &bursts{Recorder: est, sizes: map[time.Time]int{}, burst: map[time.Time]int{}, ends: map[time.Time]time.Time{}}
@@ -247,8 +242,7 @@ use_cases: [{name: chat, scenario: ctx-1k, ttft_max: 2s, decode_min_tps: 15}]
 		time.Sleep(time.Hour)
 		mon.Stop()
 		cancel()
-		_ = hs.Close()
-		_ = ln.Close()
+		stop()
 		wg.Wait()
 
 		h.mu.Lock()

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"net/http"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -63,10 +62,8 @@ func TestFirstHalfHour(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			srv := sim.NewServer(prof, 1, "vllm")
-			ln := memnet.Listen()
-			hs := &http.Server{Handler: srv.Handler()}
+			ln, stop := memnet.Serve(srv.Handler())
 			var wg sync.WaitGroup
-			wg.Go(func() { _ = hs.Serve(ln) })
 			wg.Go(func() { srv.Run(ctx) })
 			if run.users > 0 {
 				wg.Go(func() {
@@ -96,8 +93,7 @@ func TestFirstHalfHour(t *testing.T) {
 			}
 			mon.Stop()
 			cancel()
-			_ = hs.Close()
-			_ = ln.Close()
+			stop()
 			wg.Wait()
 		})
 		when := func(d time.Duration) string {

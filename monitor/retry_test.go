@@ -55,16 +55,14 @@ calibration: {enabled: false}
 		srv := sim.NewServer(sim.Tiny, 1, "vllm")
 		start := time.Now()
 		const down = 45 * time.Second
-		ln := memnet.Listen()
-		hs := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ln, stop := memnet.Serve(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if time.Since(start) < down {
 				http.Error(w, "loading model", http.StatusServiceUnavailable)
 				return
 			}
 			srv.Handler().ServeHTTP(w, r)
-		})}
+		}))
 		var wg sync.WaitGroup
-		wg.Go(func() { _ = hs.Serve(ln) })
 		wg.Go(func() { srv.Run(ctx) })
 		est := estimator.New(cfg, nil)
 		rec := &firstSample{Recorder: est}
@@ -81,8 +79,7 @@ calibration: {enabled: false}
 		}
 		mon.Stop()
 		cancel()
-		_ = hs.Close()
-		_ = ln.Close()
+		stop()
 		wg.Wait()
 		if nextWhileDown <= 0 || nextWhileDown > time.Minute {
 			t.Errorf("while the server was down the next probe was %s away, want a retry within a minute", nextWhileDown)

@@ -143,14 +143,12 @@ func TestRunTimings(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				rec := &sent{}
-				ln := memnet.Listen()
-				srv := &http.Server{Handler: recorded(rec, http.StatusOK, tc.steps...)}
-				go func() { _ = srv.Serve(ln) }()
+				ln, stop := memnet.Serve(recorded(rec, http.StatusOK, tc.steps...))
 				client := NewClient(false)
 				client.Transport.(*http.Transport).DialContext = ln.Dial
 				defer func() {
 					client.CloseIdleConnections()
-					_ = srv.Close()
+					stop()
 				}()
 				r := Run(context.Background(), Endpoint{BaseURL: "http://scripted", Client: client}, Request{API: "chat", Model: "m", Prompt: "hi", MaxTokens: 20})
 				if r.Outcome != Success {

@@ -29,10 +29,8 @@ func TestCountersCountFinishedSteps(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		s := sim.NewServer(prof, 1, "vllm")
-		ln := memnet.Listen()
-		hs := &http.Server{Handler: s.Handler()}
+		ln, stop := memnet.Serve(s.Handler())
 		var wg sync.WaitGroup
-		wg.Go(func() { _ = hs.Serve(ln) })
 		wg.Go(func() { s.Run(ctx) })
 		client := &http.Client{Transport: &http.Transport{DialContext: ln.Dial}}
 		prompted := func() float64 {
@@ -65,8 +63,7 @@ func TestCountersCountFinishedSteps(t *testing.T) {
 			t.Errorf("after the first token: %g prompt tokens counted, want 32768", got)
 		}
 		cancel()
-		_ = hs.Close()
-		_ = ln.Close()
+		stop()
 		wg.Wait()
 	})
 }

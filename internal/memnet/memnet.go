@@ -9,6 +9,7 @@ package memnet
 import (
 	"context"
 	"net"
+	"net/http"
 	"sync"
 	"syscall"
 )
@@ -106,3 +107,21 @@ type addr string
 
 func (addr) Network() string  { return "memnet" }
 func (a addr) String() string { return string(a) }
+
+// Serve serves h on a new Listener, as a test's server does; stop closes
+// the server and the listener and returns once the server has. The setup
+// and teardown every test over memnet shares.
+func Serve(h http.Handler) (l *Listener, stop func()) {
+	l = Listen()
+	hs := &http.Server{Handler: h}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = hs.Serve(l)
+	}()
+	return l, func() {
+		_ = hs.Close()
+		_ = l.Close()
+		<-done
+	}
+}

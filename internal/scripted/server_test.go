@@ -18,15 +18,12 @@ import (
 func serveLaw(t *testing.T, l Law, prod *Production) (probe.Endpoint, *Server) {
 	ctx, cancel := context.WithCancel(t.Context())
 	srv := NewServer(l, prod)
-	ln := memnet.Listen()
-	hs := &http.Server{Handler: srv}
+	ln, stop := memnet.Serve(srv)
 	var wg sync.WaitGroup
-	wg.Go(func() { _ = hs.Serve(ln) })
 	wg.Go(func() { srv.Run(ctx) })
 	t.Cleanup(func() {
 		cancel()
-		_ = hs.Close()
-		_ = ln.Close()
+		stop()
 		wg.Wait()
 	})
 	tr := http.DefaultTransport.(*http.Transport).Clone()

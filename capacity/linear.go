@@ -118,7 +118,9 @@ func fitLinear(x [][]float64, y []float64, nonneg []bool, prior slopePrior, scal
 		rw[i] = 1
 		w[i] = base[i]
 	}
-	sigma2 := func() float64 { // relative residual variance, pooled with scale0
+	// sigma2 is the relative residual variance, pooled with scale0, and
+	// its degrees of freedom.
+	sigma2 := func() (s2, df float64) {
 		ss, sw := 0.0, 0.0
 		for i := range nObs {
 			ss += w[i] * f.resid[i] * f.resid[i]
@@ -137,15 +139,14 @@ func fitLinear(x [][]float64, y []float64, nonneg []bool, prior slopePrior, scal
 		if scale0 > 0 {
 			nu = pooled
 		}
-		f.df = dof + nu
-		if dof+nu <= 0 || sw == 0 {
-			return math.Inf(1)
+		if df = dof + nu; df <= 0 || sw == 0 {
+			return math.Inf(1), df
 		}
-		return (ss*float64(nObs)/sw + nu*scale0*scale0) / (dof + nu)
+		return (ss*float64(nObs)/sw + nu*scale0*scale0) / df, df
 	}
 	setPrior := func() {
 		if prior.sd > 0 {
-			s2 := sigma2()
+			s2, _ := sigma2()
 			if math.IsInf(s2, 1) || s2 == 0 {
 				// Before the data say how far they scatter: elsewhere's
 				// scale, or a probe's typical 10%.
@@ -220,8 +221,8 @@ func fitLinear(x [][]float64, y []float64, nonneg []bool, prior slopePrior, scal
 	}
 	setPrior()
 	_, inv, _ := weightedLS(x, y, w, f.used)
-	s2 := sigma2()
-	f.scale = math.Sqrt(s2)
+	s2, df := sigma2()
+	f.scale, f.df = math.Sqrt(s2), df
 	f.resid = f.resid[:nObs]
 	f.cov = make([][]float64, k)
 	for a := range k {

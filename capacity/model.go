@@ -52,10 +52,13 @@ const z = 1.96
 // benchmark's own next cell would go. Past it the capacity is a bound.
 const Reach = 2.0
 
-// MinSamples is the fewest observations a law is fitted to: one request
-// alone and one level of requests together give its intercept and slope;
-// how far they scatter comes from the target's other use cases, or a
-// probe's typical scatter, until there are more (fitLinear's scale0).
+// MinSamples is the fewest observations a law is fitted to from its own
+// data: one request alone and one level of requests together give its
+// intercept and slope; how far they scatter comes from the target's other
+// use cases, or a probe's typical scatter, until there are more
+// (fitLinear's scale0). Where the other use cases lend a slope (fitTo),
+// one observation and that slope make a law: requiring two there left use
+// cases with neither a law nor bounds (docs/capacity.md).
 const MinSamples = 2
 
 // obs is one observation of the model: a lone probe, or one probe of a

@@ -20,6 +20,10 @@ type linearFit struct {
 	df float64
 }
 
+// z is the two-sided 95% normal quantile: Student's t (quantile) in the
+// limit of many degrees of freedom.
+const z = 1.96
+
 // quantile is the two-sided 95% quantile of Student's t at the fit's
 // degrees of freedom: its scale is estimated, and from few observations a
 // band of z standard errors holds the truth far less often than 95%.

@@ -41,10 +41,6 @@ import (
 // fits are robust (Huber): a probe that stalled behind something no term
 // counts weighs as its distance.
 
-// z is the two-sided 95% normal quantile: the bounds are the loads where
-// the fit's 95% confidence band reaches the threshold.
-const z = 1.96
-
 // Reach is how far past the most requests the data hold together a fitted
 // line is trusted to place a threshold: linear physics holds until
 // something the data never met (a KV cache filling, a batch past the

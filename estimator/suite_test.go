@@ -126,7 +126,9 @@ func TestGeneralizationSuite(t *testing.T) {
 						t.Logf("last summary: %s", w.summaries[n-1])
 					}
 					for _, v := range rn.verdicts {
-						t.Logf("%s: truth %.1f, capacity %.1f [%.1f, %.1f] %s; %s", v.useCase, v.truth, v.est.Capacity, v.est.Lower, v.est.Upper, v.est.Bound, v.est.Why)
+						lone, after, burst := probeMix(v.est.Points)
+						t.Logf("%s: truth %.1f, capacity %.1f [%.1f, %.1f] %s; %s (probes: %d lone, %d right after a burst, %d in bursts)",
+							v.useCase, v.truth, v.est.Capacity, v.est.Lower, v.est.Upper, v.est.Bound, v.est.Why, lone, after, burst)
 					}
 				})
 			}
@@ -141,7 +143,7 @@ func TestGeneralizationSuite(t *testing.T) {
 				ran++
 			}
 		}
-		t.Logf("%d of %d runs\n%s", ran, len(runs), suiteTable(all))
+		t.Logf("%d of %d runs\n%s\n%s", ran, len(runs), suiteTable(all), mixTable(all))
 		if ran < len(runs) {
 			return
 		}
@@ -261,6 +263,52 @@ func suiteTable(vs []verdict) string {
 		mdRow(tw, append([]string{k.family, k.useCase}, per[k].cells()...)...)
 	}
 	mdRow(tw, append([]string{"all", ""}, all.cells()...)...)
+	tw.Flush()
+	return b.String()
+}
+
+// probeMix counts a window's probes: lone ones the model reads, lone ones
+// right after a burst (Aftermath, which it leaves out), and burst probes.
+func probeMix(points []capacity.Point) (lone, after, burst int) {
+	for _, p := range points {
+		switch {
+		case p.Aftermath:
+			after++
+		case p.Burst > 1:
+			burst++
+		default:
+			lone++
+		}
+	}
+	return lone, after, burst
+}
+
+// mixTable is the mean of each kind of probe per run, by use case and
+// load: how the schedule spent the budget (docs/operations.md).
+func mixTable(vs []verdict) string {
+	type key struct{ useCase, load string }
+	var keys []key
+	sums := map[key]*[4]float64{}
+	for _, v := range vs {
+		k := key{v.useCase, v.load}
+		if sums[k] == nil {
+			sums[k] = &[4]float64{}
+			keys = append(keys, k)
+		}
+		lone, after, burst := probeMix(v.est.Points)
+		sums[k][0]++
+		sums[k][1] += float64(lone)
+		sums[k][2] += float64(after)
+		sums[k][3] += float64(burst)
+	}
+	var b bytes.Buffer
+	tw := tabwriter.NewWriter(&b, 0, 0, 1, ' ', 0)
+	mdRow(tw, "use case", "load", "lone probes a run", "right after a burst", "in bursts")
+	mdRow(tw, "---", "---", "---", "---", "---")
+	for _, k := range keys {
+		m := sums[k]
+		mdRow(tw, k.useCase, k.load, fmt.Sprintf("%.1f", m[1]/m[0]), fmt.Sprintf("%.1f", m[2]/m[0]), fmt.Sprintf("%.1f", m[3]/m[0]))
+	}
 	tw.Flush()
 	return b.String()
 }

@@ -308,9 +308,11 @@ func fitITL(x [][]float64, y []float64, nonneg []bool, prior slopePrior, scale0 
 // fit it settles in a few.
 const gaussNewton = 20
 
-// stepShare is the derivatives of the ITL law's mean interval (interval)
-// at one observation's columns r with the coefficients beta: in its decode
-// step D and in δp; positive false where D is not above zero.
+// stepShare is the derivatives of the ITL law's mean interval, D·(D+δp)/
+// (D+(1−s)·δp) (the harmonic mean of D and D+δp weighted by time: the
+// twin's decodeEnd integrates the same pace), at one observation's columns
+// r with the coefficients beta: in its decode step D and in δp; positive
+// false where D is not above zero.
 func stepShare(beta, r []float64) (dD, dP float64, positive bool) {
 	d := decodeStep(beta, r)
 	p, s := beta[prefilling], r[prefilling]
@@ -339,15 +341,6 @@ func decodeStep(beta, r []float64) float64 {
 		}
 	}
 	return d
-}
-
-// interval is the ITL law's mean interval between tokens for a decode step
-// d, a prefill's δp and the share s of the decode's time that prefills.
-func interval(d, p, s float64) float64 {
-	if !(p > 0) || !(s > 0) {
-		return d
-	}
-	return d * (d + p) / (d + (1-s)*p)
 }
 
 // queued and decoding are the TTFT law's columns of w, the prompts beside

@@ -17,9 +17,10 @@ const rounds = 2
 // each is replaced as it ends, rounds requests per slot, and the means are
 // taken over every request. Each request's TTFT is set on arrival by the
 // TTFT law from the prefills queued ahead of it, those behind it and the
-// sequences decoding;
-// its ITL, at its first token, by the ITL law from the batch it decodes in
-// and the requests it arrived into. The production in flight now (running,
+// sequences decoding; its decode step, at its first token, by the ITL law
+// from the batch it decodes in and the requests it arrived into, and its
+// end by its tokens' pace, slower while other prompts wait for prefill
+// (decodeEnd). The production in flight now (running,
 // waiting) stays in flight throughout: with it, the twin says how many more
 // fit on top of it (free requests); without, the capacity.
 type twin struct {
@@ -110,13 +111,14 @@ func (a *arrivals) pop() twinReq {
 // scratch is the twin's working memory, reused from one pass and one n to
 // the next by a cells (one search at a time).
 type scratch struct {
-	pending       arrivals
-	active, done  []twinReq
-	order         []twinReq // done by admission (prefillSpans)
-	edges         []edge
-	ts, fs        []float64
-	from, to, cov []float64 // prefillSpans' spans
-	seen          []beside  // by slot and round (at): what besides measured
+	pending      arrivals
+	active, done []twinReq
+	order        []twinReq // done by admission (prefillSpans)
+	edges        []edge
+	ts, fs       []float64
+	from, to     []float64 // prefillSpans' spans
+	seen         []beside  // by slot and round (at): what besides measured
+	prefills     spans     // when prompts waited for prefill in the pass before
 }
 
 func (sc *scratch) at(slot, round int) *beside { return &sc.seen[slot*rounds+round] }
@@ -126,22 +128,22 @@ func (tw twin) closed(n int, sc *scratch) cell {
 		return cell{}
 	}
 	// Each request's decode batch is the time it shares with others'
-	// decodes, which depends on when they end: a few passes, each with the
-	// batches the one before measured, settle it.
+	// decodes, and its tokens' pace the times other prompts wait for
+	// prefill, both of which depend on when the others start and end: a
+	// few passes, each with what the one before measured, settle them.
 	var c cell
 	measured := false
 	for range twinPasses {
 		c = tw.run(n, sc, measured)
-		besides(sc, tw.running, tw.waiting)
+		besides(sc, tw.running)
+		sc.prefills = prefillSpans(sc)
 		measured = true
 	}
 	return c
 }
 
-// beside is what a request decoded beside: its mean decode batch, and the
-// share of its decode during which other prompts were admitted and waited
-// for their first token (the ITL law's s).
-type beside struct{ batch, prefilling float64 }
+// beside is what a request decoded beside: its mean decode batch.
+type beside struct{ batch float64 }
 
 // besides is what each request decoded beside (into sc.seen, from
 // sc.done). Its batch: itself,
@@ -149,9 +151,8 @@ type beside struct{ batch, prefilling float64 }
 // its decode it decoded beside it. With D(t) the requests decoding at t and
 // F its integral, a request decoding from a to b shares F(b) - F(a) - (b -
 // a) request-seconds with the others: one sweep over the sorted starts and
-// ends, not a comparison of every pair. Production's waiting prompts, a
-// mean over time, prefill for as much of it as they stand (alongside).
-func besides(sc *scratch, running, waiting float64) {
+// ends, not a comparison of every pair.
+func besides(sc *scratch, running float64) {
 	done := sc.done
 	edges := sc.edges[:0]
 	for _, r := range done {
@@ -173,24 +174,48 @@ func besides(sc *scratch, running, waiting float64) {
 		i, _ := slices.BinarySearch(ts, t)
 		return fs[min(i, len(fs)-1)]
 	}
-	pending := prefillSpans(sc)
 	sc.seen = slices.Grow(sc.seen[:0], len(done))[:len(done)]
 	for _, r := range done {
-		s := beside{batch: 1 + running, prefilling: 1}
+		s := beside{batch: 1 + running}
 		if span := r.end - r.first; span > 0 {
 			s.batch += math.Max(0, at(r.end)-at(r.first)-span) / span
-			s.prefilling = alongside((pending.upTo(r.end)-pending.upTo(r.first))/span, waiting)
 		}
 		*sc.at(r.slot, r.round) = s
 	}
 }
 
-// alongside is the share of a decode's time with some prompt waiting for
-// prefill: the twin's own prompts for the share own, production's queue of
-// waiting prompts on average for at most that many times the decode's time
-// (a queue of 0.3 stands at most 30% of the time), the two independent.
-func alongside(own, waiting float64) float64 {
-	return 1 - (1-own)*(1-math.Min(waiting, 1))
+// decodeEnd is when a request whose first token came at first has its
+// other tokens, decoding a token every step d, and every p while some
+// prompt waits for prefill: throughout the spans, and otherwise for the
+// share of the time production's queue of waiting prompts stands (its mean:
+// a queue of 0.3 stands at most 30% of the time). Its mean interval is the
+// ITL law's harmonic mean at the share of its own decode the spans cover,
+// solved with its end rather than guessed: a request that has its first
+// token early in a wave decodes through the later prompts' prefill at p,
+// and ends about when they do. A closed loop of an engine that prefills the
+// waiting prompts together so stays in waves, each round a burst, as the
+// reports measured.
+func decodeEnd(first, tokens, d, p, waiting float64, prefills spans) float64 {
+	w := math.Min(math.Max(waiting, 0), 1)
+	in, out := 1/p, w/p+(1-w)/d // tokens a second
+	t := first
+	i, _ := slices.BinarySearch(prefills.to, t) // spans ending at or after first
+	for ; i < len(prefills.to) && tokens > 0; i++ {
+		if a := prefills.from[i]; a > t {
+			if tokens <= out*(a-t) {
+				return t + tokens/out
+			}
+			tokens -= out * (a - t)
+			t = a
+		}
+		b := prefills.to[i]
+		if tokens <= in*(b-t) {
+			return t + tokens/in
+		}
+		tokens -= in * (b - t)
+		t = b
+	}
+	return t + tokens/out
 }
 
 // edge is a request's start (d 1) or end (d -1) of decoding.
@@ -199,50 +224,37 @@ type edge struct {
 	d int
 }
 
-// spans is a union of disjoint time spans, in order, with the length they
-// cover up to each one's start.
-type spans struct{ from, to, before []float64 }
+// spans is a union of disjoint time spans, in order: [from[i], to[i]].
+type spans struct{ from, to []float64 }
 
 // prefillSpans is when some request of sc.done was admitted and waiting
 // for its first token.
 func prefillSpans(sc *scratch) spans {
 	sc.order = append(sc.order[:0], sc.done...)
 	slices.SortFunc(sc.order, func(a, b twinReq) int { return cmp.Compare(a.admit, b.admit) })
-	s := spans{from: sc.from[:0], to: sc.to[:0], before: sc.cov[:0]}
-	covered := 0.0
+	s := spans{from: sc.from[:0], to: sc.to[:0]}
 	for _, r := range sc.order {
 		if r.first <= r.admit {
 			continue
 		}
 		if n := len(s.to); n > 0 && r.admit <= s.to[n-1] {
-			if r.first > s.to[n-1] {
-				covered += r.first - s.to[n-1]
-				s.to[n-1] = r.first
-			}
+			s.to[n-1] = math.Max(s.to[n-1], r.first)
 			continue
 		}
-		s.from, s.to, s.before = append(s.from, r.admit), append(s.to, r.first), append(s.before, covered)
-		covered += r.first - r.admit
+		s.from, s.to = append(s.from, r.admit), append(s.to, r.first)
 	}
-	sc.from, sc.to, sc.cov = s.from, s.to, s.before
+	sc.from, sc.to = s.from, s.to
 	return s
 }
 
-// upTo is the time the spans cover before t.
-func (s spans) upTo(t float64) float64 {
-	i, _ := slices.BinarySearch(s.from, t) // spans starting before t: [0, i)
-	if i == 0 {
-		return 0
-	}
-	return s.before[i-1] + math.Min(t, s.to[i-1]) - s.from[i-1]
-}
-
-// twinPasses is how many passes closed makes: the batches move little after
-// the second.
-const twinPasses = 2
+// twinPasses is how many passes closed makes. The first knows no prefill
+// but production's; the second has the first round's prefills right (they
+// are set on arrival) and so its ends; the third the second round's.
+const twinPasses = 3
 
 // run is one pass of the twin with n slots, into sc.done; measured: with
-// the batches sc.seen holds from the pass before.
+// the batches sc.seen and the prefills sc.prefills hold from the pass
+// before.
 func (tw twin) run(n int, sc *scratch, measured bool) cell {
 	var c cell
 	pending := sc.pending[:0]
@@ -287,22 +299,19 @@ func (tw twin) run(n int, sc *scratch, measured bool) cell {
 		ttft := tw.ttft[0] + tw.ttft[1]*(ahead+tw.waiting) + tw.ttft[queued]*behind + tw.ttft[decoding]*(running+tw.running) + tw.ttft[ttftKV]*tw.beyond
 		r.first = t + math.Max(ttft, 0)
 		inFlight := 1 + ahead + running + behind + tw.running + tw.waiting
-		var s beside
+		// The first pass takes every request in flight on arrival to
+		// decode beside it; the later ones measure it.
+		s, prefills := beside{batch: inFlight}, spans{}
 		if measured {
-			s = *sc.at(r.slot, r.round)
-		} else {
-			// The first pass takes every request in flight on arrival to
-			// decode beside it, and prompts to wait for prefill all along
-			// its decode while any are behind it; the later ones measure
-			// both.
-			s = beside{batch: inFlight, prefilling: alongside(0, tw.waiting)}
-			if behind > 0 {
-				s.prefilling = 1
-			}
+			s, prefills = *sc.at(r.slot, r.round), sc.prefills
 		}
-		row := itlRow(s.batch, inFlight, s.prefilling, tw.bend(s.batch-1), tw.beyond)
-		itl := interval(math.Max(decodeStep(tw.itl, row[:]), 1e-9), tw.itl[prefilling], s.prefilling)
-		r.end = r.first + (tw.output-1)*itl
+		row := itlRow(s.batch, inFlight, 0, tw.bend(s.batch-1), tw.beyond)
+		d := math.Max(decodeStep(tw.itl, row[:]), 1e-9)
+		r.end = decodeEnd(r.first, tw.output-1, d, d+math.Max(tw.itl[prefilling], 0), tw.waiting, prefills)
+		itl := d
+		if tw.output > 1 {
+			itl = (r.end - r.first) / (tw.output - 1)
+		}
 		active = append(active, r)
 		done = append(done, r)
 		c.ttft += r.first - r.arrive

@@ -1,0 +1,78 @@
+package capacity
+
+import (
+	"math"
+	"testing"
+)
+
+// roundsOf runs the twin's closed loop of n and returns its requests'
+// first tokens and ends, by round.
+func roundsOf(tw twin, n int) (first, end [rounds][]float64, c cell) {
+	var sc scratch
+	c = tw.closed(n, &sc)
+	for _, r := range sc.done {
+		first[r.round] = append(first[r.round], r.first-r.arrive)
+		end[r.round] = append(end[r.round], r.end)
+	}
+	return first, end, c
+}
+
+func width(v []float64) float64 {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, x := range v {
+		lo, hi = math.Min(lo, x), math.Max(hi, x)
+	}
+	return hi - lo
+}
+
+func meanOf(v []float64) float64 {
+	s := 0.0
+	for _, x := range v {
+		s += x
+	}
+	return s / float64(len(v))
+}
+
+// An engine that prefills the waiting prompts together gives a closed
+// loop's requests their first tokens at once; they decode in one batch
+// and end together, so the second round arrives as a burst too and waits
+// as long as the first (report 000's simulator: 9.6 s and 9.5 s at 48).
+// The twin had the second round arrive spread out, waiting half as long,
+// and placed report 000's short chatbot at 59-84 against 48.
+func TestAWaveStaysAWave(t *testing.T) {
+	const n = 8
+	tw := twin{output: 256}.with([]float64{0.5, 0.2, 0.2, 0.01, 0}, []float64{0.01, 0, 0, 0.5, 0, 0})
+	first, end, c := roundsOf(tw, n)
+	want := 0.5 + 0.2*(n-1)
+	for r := range rounds {
+		if got := meanOf(first[r]); math.Abs(got-want) > 1e-9 {
+			t.Errorf("round %d: mean TTFT %.3f s, want %.3f (ends spread %.3f s)", r+1, got, want, width(end[r]))
+		}
+	}
+	if math.Abs(c.ttft-want) > 1e-9 {
+		t.Errorf("the cell's TTFT %.3f s, want %.3f", c.ttft, want)
+	}
+}
+
+// A request that has its first token early in a burst decodes through
+// the later prompts' prefill, a token every D+δp, and ends about when
+// they do: a decode's pace is set by when prompts wait, which the twin
+// integrates over its decode (decodeEnd). Guessing the share of the
+// decode that waits instead (the whole decode in one pass, then what
+// that overlong decode measured) swung from far too slow to too quick.
+func TestEarlyFirstTokensDecodeThroughLaterPrefills(t *testing.T) {
+	const n, out = 8, 256
+	// First come first served: firsts at 0.5, 0.7, ..., 1.9 s.
+	tw := twin{output: out}.with([]float64{0.5, 0.2, 0, 0, 0}, []float64{0.01, 0, 0, 0.09, 0, 0})
+	first, end, _ := roundsOf(tw, n)
+	if s := width(first[0]); math.Abs(s-1.4) > 1e-9 {
+		t.Fatalf("first tokens spread over %.3f s, want 1.4", s)
+	}
+	// The first request: 1.4 s at a token every 0.1 s, the rest every 0.01 s.
+	if want := 1.9 + (out-1-14)*0.01; math.Abs(end[0][0]-want) > 0.01 {
+		t.Errorf("the first request ends at %.3f s, want %.3f", end[0][0], want)
+	}
+	if s := width(end[0]); s > 0.2 {
+		t.Errorf("the first round's ends spread over %.3f s, want under 0.2 (its first tokens spread over 1.4)", s)
+	}
+}

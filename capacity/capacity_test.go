@@ -435,20 +435,20 @@ func TestFitLinear(t *testing.T) {
 	// that would go negative is held at zero.
 	x := [][]float64{{1, 0, 5, 0}, {1, 1, 5, 1}, {1, 2, 5, 0}, {1, 3, 5, 1}, {1, 4, 5, 0}}
 	y := []float64{1, 3, 5, 7, 9}
-	f, ok := fitLinear(x, y, []bool{false, true, true, true}, slopePrior{}, 0)
+	f, ok := fitLinear(x, y, nil, []bool{false, true, true, true}, slopePrior{}, 0)
 	if !ok || math.Abs(f.beta[0]-1) > 1e-6 || math.Abs(f.beta[1]-2) > 1e-6 || f.used[2] || f.varies[2] || !f.varies[3] {
 		t.Fatalf("fit %+v used %v varies %v", f.beta, f.used, f.varies)
 	}
 	for i := range y {
 		y[i] -= 0.5 * x[i][3]
 	}
-	if f, _ := fitLinear(x, y, []bool{false, true, true, true}, slopePrior{}, 0); f.used[3] || f.beta[3] != 0 || math.Abs(f.beta[1]-2) > 0.2 {
+	if f, _ := fitLinear(x, y, nil, []bool{false, true, true, true}, slopePrior{}, 0); f.used[3] || f.beta[3] != 0 || math.Abs(f.beta[1]-2) > 0.2 {
 		t.Fatalf("negative slope: fit %+v used %v", f.beta, f.used)
 	}
 	if v, sd := f.beta[0]+10*f.beta[1], math.Sqrt(f.cov[1][1]); math.Abs(v-21) > 1e-6 || sd > 1e-9 {
 		t.Errorf("at 10: %v, slope ± %v, want 21 ± 0 (no scatter)", v, sd)
 	}
-	if _, ok := fitLinear([][]float64{{0, 1}, {0, 2}}, []float64{1, 2}, []bool{false, true}, slopePrior{}, 0); ok {
+	if _, ok := fitLinear([][]float64{{0, 1}, {0, 2}}, []float64{1, 2}, nil, []bool{false, true}, slopePrior{}, 0); ok {
 		t.Error("a zero intercept column fitted")
 	}
 }
@@ -474,7 +474,7 @@ func TestLevelsOfManyProbesKeepTheirScale(t *testing.T) {
 			x, y = append(x, []float64{1, lv.b - 1, (lv.b - 1) * (lv.b - 1)}), append(y, law(lv.b))
 		}
 	}
-	f, ok := fitLinear(x, y, []bool{false, true, true}, slopePrior{}, 0.05)
+	f, ok := fitLinear(x, y, nil, []bool{false, true, true}, slopePrior{}, 0.05)
 	if !ok {
 		t.Fatal("no fit")
 	}
@@ -849,5 +849,51 @@ func TestNoITLFitted(t *testing.T) {
 	e := Evaluate("a", UseCase{Name: "u", Statistic: "mean", TTFTMax: 2}, ps, Production{InFlight: 1})
 	if math.IsNaN(e.Capacity) && e.Bound == "" {
 		t.Errorf("no capacity and no bound from TTFT alone: %s", e.Why)
+	}
+}
+
+// A burst's probes share its moment: the load it met, and what the law
+// misses at its level. Thirty probes of one burst that sit 10% above the
+// line the lone probes draw are one measurement of that level, not thirty
+// agreeing ones, and the slope's band must say so; thirty that scatter
+// about the line independently leave it as the model's covariance has it.
+func TestABurstCountsAsOneMoment(t *testing.T) {
+	scatter := []float64{-0.02, 0.01, 0.03, -0.01, 0.02, -0.03, 0.0, 0.015, -0.015, 0.025}
+	build := func(offset float64) (x [][]float64, y []float64, groups []int) {
+		for i, l := range []float64{1, 2, 3, 1, 2, 3} { // lone probes
+			x, y, groups = append(x, []float64{1, l}), append(y, (1+0.1*l)*(1+scatter[i])), append(groups, i)
+		}
+		for b, level := range []float64{8, 16} {
+			for i := range 30 {
+				x = append(x, []float64{1, level})
+				y = append(y, (1+0.1*level)*(1+offset*float64(1-2*b)+scatter[i%len(scatter)]))
+				groups = append(groups, 100+b)
+			}
+		}
+		return x, y, groups
+	}
+	nonneg := []bool{false, true}
+	for _, c := range []struct {
+		name   string
+		offset float64 // each burst's shared misfit: +offset, then -offset
+		wider  bool
+	}{
+		{"bursts off the line together", 0.1, true},
+		{"bursts scattered about the line", 0, false},
+	} {
+		x, y, groups := build(c.offset)
+		model, ok1 := fitLinear(x, y, nil, nonneg, slopePrior{}, 0)
+		clustered, ok2 := fitLinear(x, y, groups, nonneg, slopePrior{}, 0)
+		if !ok1 || !ok2 {
+			t.Fatalf("%s: not fitted", c.name)
+		}
+		se, seC := math.Sqrt(model.cov[1][1]), math.Sqrt(clustered.cov[1][1])
+		t.Logf("%s: slope %.4f ± %.4f as independent probes, ± %.4f by moment", c.name, model.beta[1], se, seC)
+		if seC < se*(1-1e-9) {
+			t.Errorf("%s: the clustered band (± %.4f) is narrower than the model's (± %.4f)", c.name, seC, se)
+		}
+		if got := seC > 1.5*se; got != c.wider {
+			t.Errorf("%s: clustered ± %.4f against the model's ± %.4f, want wider by half: %v", c.name, seC, se, c.wider)
+		}
 	}
 }

@@ -97,7 +97,7 @@ type slopePrior struct{ value, sd float64 }
 // they come. scale0 (> 0) is a relative residual scale known from
 // elsewhere (the target's other use cases), worth two observations' say
 // in the scale, so that a fit of a few observations still has bounds.
-func fitLinear(x [][]float64, y []float64, nonneg []bool, prior slopePrior, scale0 float64) (f linearFit, ok bool) {
+func fitLinear(x [][]float64, y []float64, groups []int, nonneg []bool, prior slopePrior, scale0 float64) (f linearFit, ok bool) {
 	k, nObs := len(nonneg), len(y)
 	f.used, f.varies = make([]bool, k), make([]bool, k)
 	for j := range k {
@@ -227,6 +227,7 @@ func fitLinear(x [][]float64, y []float64, nonneg []bool, prior slopePrior, scal
 	_, inv, _ := weightedLS(x, y, w, f.used)
 	s2, df := sigma2()
 	f.scale, f.df = math.Sqrt(s2), df
+	rows := f.resid
 	f.resid = f.resid[:nObs]
 	f.cov = make([][]float64, k)
 	for a := range k {
@@ -239,7 +240,70 @@ func fitLinear(x [][]float64, y []float64, nonneg []bool, prior slopePrior, scal
 			}
 		}
 	}
+	if groups != nil && inv != nil && !math.IsInf(s2, 1) {
+		f.clustered(x, w, rows, groups, inv)
+	}
 	return f, true
+}
+
+// clustered widens the covariance where the observations of one group
+// (a burst's probes, which share its moment: the load it met, what the
+// law misses at its level) stray from the law together. The model's
+// covariance takes every observation for an independent draw: thirty
+// probes of one burst that sit 5% above the law count as thirty
+// agreeing measurements, not one. The cluster-robust (sandwich)
+// variance of each coefficient counts them as one, with the small-sample
+// factor of CR1; where it exceeds the model's, the coefficient's row and
+// column are scaled to it (the correlations kept). It never narrows a
+// band: with few groups the sandwich is itself uncertain.
+func (f *linearFit) clustered(x [][]float64, w, resid []float64, groups []int, inv [][]float64) {
+	k := len(f.beta)
+	index := map[int]int{} // a group's place in scores, in order of appearance: sums in one order
+	var scores [][]float64
+	for i := range resid {
+		g := -1 // the prior's row: a group of its own
+		if i < len(groups) {
+			g = groups[i]
+		}
+		at, ok := index[g]
+		if !ok {
+			at = len(scores)
+			index[g] = at
+			scores = append(scores, make([]float64, k))
+		}
+		s := scores[at]
+		for j := range k {
+			if f.used[j] {
+				s[j] += w[i] * resid[i] * x[i][j]
+			}
+		}
+	}
+	nG, n, p := float64(len(scores)), float64(len(resid)), float64(cols(f.used))
+	if nG < 2 || n <= p {
+		return
+	}
+	c := nG / (nG - 1) * (n - 1) / (n - p)
+	scale := make([]float64, k)
+	for j := range k {
+		scale[j] = 1
+		if !f.used[j] || !(f.cov[j][j] > 0) {
+			continue
+		}
+		v := 0.0
+		for _, s := range scores {
+			u := 0.0
+			for a := range k {
+				u += inv[j][a] * s[a]
+			}
+			v += u * u
+		}
+		scale[j] = math.Sqrt(math.Max(1, c*v/f.cov[j][j]))
+	}
+	for a := range k {
+		for b := range k {
+			f.cov[a][b] *= scale[a] * scale[b]
+		}
+	}
 }
 
 // spread says whether column j varies across the observations by more than

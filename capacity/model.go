@@ -73,6 +73,9 @@ type obs struct {
 	// steps that decode (chunked prefill, or a prefill step between two
 	// decode steps) makes every such step longer by the prefill's chunk.
 	prefilling float64
+	// group tells the observations that share a moment apart: a burst's
+	// or a bench cell's probes are one, each lone probe its own.
+	group int
 }
 
 // observations turns a window's points into the model's observations: a
@@ -109,7 +112,7 @@ func observations(points []Point, perRequest float64) []obs {
 			if p.Steady > 0 {
 				itl = p.Steady
 			}
-			out = append(out, obs{q: q, level: q, d: a - q, a: a, b: b, kv: excess(p), ttft: p.TTFT, e2e: p.E2E, itl: itl, decodeOK: true})
+			out = append(out, obs{q: q, level: q, d: a - q, a: a, b: b, kv: excess(p), ttft: p.TTFT, e2e: p.E2E, itl: itl, decodeOK: true, group: len(out)})
 			continue
 		}
 		k := [3]int64{p.Time.UnixNano(), int64(p.Burst), int64(p.Cell)}
@@ -118,7 +121,7 @@ func observations(points []Point, perRequest float64) []obs {
 		}
 		groups[k] = append(groups[k], p)
 	}
-	for _, k := range keys {
+	for gi, k := range keys {
 		g := groups[k]
 		level := g[0].Load
 		sent := g[0].Sent
@@ -143,7 +146,7 @@ func observations(points []Point, perRequest float64) []obs {
 		span := Statistic(spans, "p50")
 		for i, p := range ordered {
 			o := obs{q: ahead + float64(i+1), w: float64(len(g) - 1 - i), d: running, a: sent, level: level,
-				kv: excess(g[0]), ttft: p.TTFT, e2e: p.E2E}
+				kv: excess(g[0]), ttft: p.TTFT, e2e: p.E2E, group: len(points) + gi}
 			if p.Cell > 0 {
 				// A bench cell is a closed loop of its concurrency n, every
 				// request of every round in it: one stands, on average,
@@ -216,13 +219,14 @@ func ttftPart(os []obs, pr Prior) part {
 	var p part
 	var x [][]float64
 	var y []float64
+	var groups []int
 	for _, o := range os {
 		if o.ttft > 0 && !math.IsInf(o.ttft, 0) {
-			x, y = append(x, []float64{1, o.q - 1, o.w, o.d, o.kv}), append(y, o.ttft)
+			x, y, groups = append(x, []float64{1, o.q - 1, o.w, o.d, o.kv}), append(y, o.ttft), append(groups, o.group)
 			p.reach = math.Max(p.reach, o.level)
 		}
 	}
-	p.fitTo(x, y, pr.TTFT, pr, fitLinear)
+	p.fitTo(x, y, groups, pr.TTFT, pr, fitLinear)
 	return p
 }
 
@@ -259,7 +263,7 @@ const prefilling = 3
 
 // fitter fits a law's coefficients to observations (fitLinear's
 // arguments and result).
-type fitter func(x [][]float64, y []float64, nonneg []bool, prior slopePrior, scale0 float64) (linearFit, bool)
+type fitter func(x [][]float64, y []float64, groups []int, nonneg []bool, prior slopePrior, scale0 float64) (linearFit, bool)
 
 // fitITL fits the ITL law, which a step's prefill makes nonlinear: over
 // a share s of its decode's time the request gets a token every D+δp, over
@@ -270,8 +274,8 @@ type fitter func(x [][]float64, y []float64, nonneg []bool, prior slopePrior, sc
 // law is homogeneous of degree one in its coefficients, so its value is
 // its Jacobian times them: Gauss-Newton is fitLinear on the Jacobian's
 // columns, from the straight line's fit, until the coefficients settle.
-func fitITL(x [][]float64, y []float64, nonneg []bool, prior slopePrior, scale0 float64) (linearFit, bool) {
-	f, ok := fitLinear(x, y, nonneg, prior, scale0)
+func fitITL(x [][]float64, y []float64, groups []int, nonneg []bool, prior slopePrior, scale0 float64) (linearFit, bool) {
+	f, ok := fitLinear(x, y, groups, nonneg, prior, scale0)
 	for range gaussNewton {
 		if !ok || !f.used[prefilling] || !(f.beta[prefilling] > 0) {
 			return f, ok
@@ -288,7 +292,7 @@ func fitITL(x [][]float64, y []float64, nonneg []bool, prior slopePrior, scale0 
 			}
 			jac[i][prefilling] = dP
 		}
-		next, nok := fitLinear(jac, y, nonneg, prior, scale0)
+		next, nok := fitLinear(jac, y, groups, nonneg, prior, scale0)
 		if !nok {
 			return f, true
 		}
@@ -359,16 +363,17 @@ func itlPart(os []obs, pr Prior) part {
 	var p part
 	var x [][]float64
 	var y []float64
+	var groups []int
 	arrived := 0.0
 	for _, o := range os {
 		if o.decodeOK && o.itl > 0 && !math.IsInf(o.itl, 0) {
 			r := itlRow(o.b, o.a, o.prefilling, (o.b-1)*(o.b-1), o.kv)
-			x, y = append(x, r[:]), append(y, o.itl)
+			x, y, groups = append(x, r[:]), append(y, o.itl), append(groups, o.group)
 			p.reach, arrived = math.Max(p.reach, o.b), math.Max(arrived, o.a)
 		}
 	}
 	measured := p.reach
-	p.fitTo(x, y, pr.ITL, pr, fitITL)
+	p.fitTo(x, y, groups, pr.ITL, pr, fitITL)
 	if p.ok && p.fit.used[curved] && p.fit.beta[curved] < p.fit.quantile()*math.Sqrt(p.fit.cov[curved][curved]) {
 		// A bend the data cannot tell from noise is left out of the
 		// estimate: with it, a line's noise would bend the extrapolation
@@ -378,7 +383,7 @@ func itlPart(os []obs, pr Prior) part {
 		for _, r := range x {
 			r[curved] = 0
 		}
-		p.fitTo(x, y, pr.ITL, pr, fitITL)
+		p.fitTo(x, y, groups, pr.ITL, pr, fitITL)
 	} else if p.ok && p.fit.varies[curved] && !p.fit.used[curved] {
 		// The bend was held at zero, its fit below it; its upper 95%
 		// limit may still be above zero: not excluding a bend is not
@@ -387,7 +392,7 @@ func itlPart(os []obs, pr Prior) part {
 		for j := 1; j < len(nonneg); j++ {
 			nonneg[j] = j != curved
 		}
-		if free, ok := fitITL(x, y, nonneg, slopePrior{}, pr.scale()); ok && free.used[curved] {
+		if free, ok := fitITL(x, y, groups, nonneg, slopePrior{}, pr.scale()); ok && free.used[curved] {
 			if se := math.Sqrt(math.Max(free.cov[curved][curved], 0)); free.beta[curved]+free.quantile()*se > 0 {
 				wide := p.fit
 				wide.beta, wide.used = slices.Clone(wide.beta), slices.Clone(wide.used)
@@ -419,7 +424,7 @@ func itlPart(os []obs, pr Prior) part {
 // lengths (Prior). Either holds only roughly, so the prior is held to
 // within priorSpread of its value and a use case's own bursts soon
 // outweigh it.
-func (p *part) fitTo(x [][]float64, y []float64, r Ratio, pr Prior, fitWith fitter) {
+func (p *part) fitTo(x [][]float64, y []float64, groups []int, r Ratio, pr Prior, fitWith fitter) {
 	if len(y) == 0 {
 		return
 	}
@@ -429,7 +434,7 @@ func (p *part) fitTo(x [][]float64, y []float64, r Ratio, pr Prior, fitWith fitt
 		nonneg[i] = true
 	}
 	scale0 := pr.scale()
-	own, ok := fitWith(x, y, nonneg, slopePrior{}, scale0)
+	own, ok := fitWith(x, y, groups, nonneg, slopePrior{}, scale0)
 	p.fit, p.ok = own, ok && len(y) >= MinSamples
 	if !ok {
 		return
@@ -444,7 +449,7 @@ func (p *part) fitTo(x [][]float64, y []float64, r Ratio, pr Prior, fitWith fitt
 	default:
 		return
 	}
-	p.fit, p.ok = fitWith(x, y, nonneg, slopePrior{value: m, sd: sd}, scale0)
+	p.fit, p.ok = fitWith(x, y, groups, nonneg, slopePrior{value: m, sd: sd}, scale0)
 	p.reach = math.Max(p.reach, pr.Reach)
 }
 
@@ -611,7 +616,7 @@ func perSequence(others []Slopes, held float64) (m, se float64, ok bool) {
 	if len(y) < 2 || !spread(x, 1) {
 		return 0, 0, false
 	}
-	f, fitted := fitLinear(x, y, []bool{false, true}, slopePrior{}, priorSpread)
+	f, fitted := fitLinear(x, y, nil, []bool{false, true}, slopePrior{}, priorSpread)
 	if !fitted {
 		return 0, 0, false
 	}
@@ -645,7 +650,7 @@ func fixedPart(sloped []Slope) float64 {
 		// In units of the least intercept: the column's spread is in them.
 		x[i], y[i] = []float64{1, s.Intercept / least}, s.Value
 	}
-	f, ok := fitLinear(x, y, []bool{false, true}, slopePrior{}, 0)
+	f, ok := fitLinear(x, y, nil, []bool{false, true}, slopePrior{}, 0)
 	if !ok || !f.used[1] || !(f.beta[1] > 0) || !(f.beta[0] < 0) {
 		return 0
 	}

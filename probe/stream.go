@@ -255,9 +255,6 @@ type cutAt struct {
 	enough func(tokens int) bool
 }
 
-// now says whether a stream with these tokens is cut now.
-func (c cutAt) now(tokens int) bool { return c.enough != nil && c.enough(tokens) }
-
 // send streams an encoded request body to the API's path and measures it.
 // Its error never carries the API key, even where the server echoed it.
 func send(ctx context.Context, ep Endpoint, api string, body Body, maxTokens int, cut cutAt) (res Result) {
@@ -355,7 +352,7 @@ func readStream(ctx context.Context, ep Endpoint, body io.Reader, res Result, ma
 		}
 		if content, ok := known.content(data); ok {
 			add(content, now)
-			if res.Cut = cut.now(res.Chunks); res.Cut {
+			if res.Cut = cut.enough != nil && res.Chunks > 0 && cut.enough(res.Chunks); res.Cut {
 				break
 			}
 			continue
@@ -381,7 +378,7 @@ func readStream(ctx context.Context, ep Endpoint, body io.Reader, res Result, ma
 				res.FinishReason = *ch.FinishReason
 			}
 		}
-		if res.Cut = cut.now(res.Chunks); res.Cut {
+		if res.Cut = cut.enough != nil && res.Chunks > 0 && cut.enough(res.Chunks); res.Cut {
 			break
 		}
 	}

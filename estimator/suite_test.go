@@ -187,14 +187,12 @@ func TestGeneralizationSuite(t *testing.T) {
 // 14 with the robust scale's floor, idle decoders charged from the
 // chunk steps, the optimistic bound's bend going on as its tangent and a
 // bend reaching as far as its own data; 314, 429, 14 with the bounds at
-// Student's t and the four corners of the two laws' bands; 323, 426, 17
-// with the twin's decodes paced over the prefills, a burst's probes
-// counted as one moment in the bands, and bursts that decode on;
+// Student's t and the four corners of the two laws' bands;
 // docs/capacity.md).
 const (
-	suiteWithin = 317
-	suiteInside = 420
-	suiteOff2x  = 21
+	suiteWithin = 308
+	suiteInside = 423
+	suiteOff2x  = 18
 )
 
 // tally counts verdicts.

@@ -2,7 +2,6 @@ package monitor
 
 import (
 	"math"
-	"sync"
 	"time"
 
 	"github.com/headroom-dev/headroom/engine"
@@ -126,48 +125,4 @@ func earlier(a, b time.Time) time.Time {
 		return a
 	}
 	return b
-}
-
-// decodeOn lets a burst's probes decode on past their scenario's output
-// until every one has it, then cuts them all. A protocol's requests decode
-// through the prefill of the prompts sent with them, each sequence it
-// decodes beside lengthening every step that carries a prompt's chunk;
-// a burst of 32-token probes has finished decoding before the later
-// prompts prefill, and measured neither (docs/capacity-model.md). The
-// burst's busy time is about what it was: its last probe's output ends it
-// either way.
-type decodeOn struct {
-	mu    sync.Mutex
-	need  int // the scenario's output tokens
-	short int // probes still short of it, and still running
-}
-
-func newDecodeOn(n, need int) *decodeOn { return &decodeOn{need: need, short: n} }
-
-// probe is one probe's side: enough is probe.Scenario.Enough, and done
-// is called when the probe has returned, whatever it got, so that one
-// failed probe does not keep the others decoding.
-func (d *decodeOn) probe() (enough func(tokens int) bool, done func()) {
-	counted := false
-	has := func() { // under d.mu
-		if !counted {
-			counted = true
-			d.short--
-		}
-	}
-	enough = func(tokens int) bool {
-		d.mu.Lock()
-		defer d.mu.Unlock()
-		if tokens < d.need {
-			return false
-		}
-		has()
-		return d.short == 0
-	}
-	done = func() {
-		d.mu.Lock()
-		defer d.mu.Unlock()
-		has()
-	}
-	return enough, done
 }

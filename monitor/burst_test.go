@@ -123,35 +123,3 @@ func TestDecodeInFlight(t *testing.T) {
 		})
 	}
 }
-
-// A burst's probes decode on until every one has its output, then all are
-// cut; a probe that returned without it (a failure) holds no one back.
-func TestDecodeOn(t *testing.T) {
-	on := newDecodeOn(3, 32)
-	a, aDone := on.probe()
-	b, _ := on.probe()
-	_, cDone := on.probe()
-	for _, c := range []struct {
-		step   string
-		enough func(int) bool
-		tokens int
-		want   bool
-	}{
-		{"a short of its output", a, 31, false},
-		{"a has it, b and c not", a, 32, false},
-		{"a decodes on", a, 200, false},
-		{"b has it, c not", b, 32, false},
-	} {
-		if got := c.enough(c.tokens); got != c.want {
-			t.Errorf("%s: enough(%d) = %v, want %v", c.step, c.tokens, got, c.want)
-		}
-	}
-	cDone() // c failed before its output
-	aDone() // counted once: a already had its output
-	if !a(201) || !b(40) {
-		t.Error("with c gone and a and b past their output, both are not cut")
-	}
-	if on.short != 0 {
-		t.Errorf("%d probes still short, want 0", on.short)
-	}
-}

@@ -248,9 +248,6 @@ type target struct {
 	m         *Monitor
 	cfg       config.Target
 	scenarios []config.Scenario
-	// decodeOn is the tokens a burst's probes of each scenario decode on
-	// to: the longest output of the use cases measured on it.
-	decodeOn  map[string]int
 	budget    float64
 	scrapeInt time.Duration
 	scrapeTO  time.Duration
@@ -345,7 +342,7 @@ func newTarget(m *Monitor, tc config.Target, cfg *config.Config) *target {
 	if err == nil {
 		err = cerr
 	}
-	t := &target{m: m, cfg: tc, scenarios: cfg.ScenariosOf(tc), decodeOn: map[string]int{}, budget: cfg.ProbeBudget, scrapeInt: cfg.EngineScrapeInterval,
+	t := &target{m: m, cfg: tc, scenarios: cfg.ScenariosOf(tc), budget: cfg.ProbeBudget, scrapeInt: cfg.EngineScrapeInterval,
 		scrapeTO: cfg.EngineScrapeTimeout, sem: m.sem, server: m.servers[tc.MetricsURL],
 		calib: cfg.Calibration, apiKey: key, localMetrics: local, setupErr: err, client: client, metrics: metrics, inFlight: map[*loadAcc]bool{}, prefills: map[*prefillLog]bool{},
 		load: engine.Load{Running: math.NaN(), Waiting: math.NaN(), KVUsage: math.NaN()}}
@@ -360,9 +357,6 @@ func newTarget(m *Monitor, tc config.Target, cfg *config.Config) *target {
 	t.prober = probe.NewProber(probe.Endpoint{BaseURL: tc.URL, APIKey: key, Secrets: t.secrets, Client: client}, tc.API, tc.Model, engineName, probe.WithShared(m.prompts))
 	for _, s := range t.scenarios {
 		m.probes.Init(tc.Name, s.Name, t.calibrated())
-	}
-	for _, u := range cfg.UseCases {
-		t.decodeOn[u.Scenario] = max(t.decodeOn[u.Scenario], u.OutputTokens)
 	}
 	return t
 }
@@ -724,22 +718,10 @@ func (t *target) probeN(ctx context.Context, sc config.Scenario, n int) (busy ti
 	// taken, so a stalled server holds no slot another target needs.
 	psc := probe.Scenario{Name: sc.Name, InputTokens: sc.InputTokens, OutputTokens: sc.OutputTokens,
 		Cold: sc.Cache == "cold", Timeout: sc.ProbeTimeout()}
-	// A burst's probes decode on as the protocol's requests do (decodeOn).
-	dones := make([]func(), n)
-	var on *decodeOn
-	if n > 1 && t.decodeOn[sc.Name] > sc.OutputTokens {
-		on = newDecodeOn(n, sc.OutputTokens)
-	}
 	pctx, cancel := context.WithTimeout(ctx, psc.Timeout)
 	preps := make([]*probe.Prepared, n)
 	for i := range preps {
-		p := psc
-		dones[i] = func() {}
-		if on != nil {
-			p.DecodeOn = t.decodeOn[sc.Name]
-			p.Enough, dones[i] = on.probe()
-		}
-		preps[i] = t.prober.Prepare(pctx, p)
+		preps[i] = t.prober.Prepare(pctx, psc)
 	}
 	cancel()
 	if ctx.Err() != nil {
@@ -794,10 +776,9 @@ func (t *target) probeN(ctx context.Context, sc config.Scenario, n int) (busy ti
 	defer cut()
 	var straggler *time.Timer
 	finished := 0
-	for i, pr := range preps {
+	for _, pr := range preps {
 		wg.Go(func() {
 			s, ok := t.probeOnce(bctx, sc, pr, before, beforeOK, n)
-			dones[i]()
 			t.sem.Release(1)
 			mu.Lock()
 			defer mu.Unlock()

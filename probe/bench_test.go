@@ -26,7 +26,7 @@ func BenchmarkReadStream(b *testing.B) {
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
-		r := readStream(context.Background(), Endpoint{}, bytes.NewReader(body), Result{}, 1024, cutAt{})
+		r := readStream(context.Background(), Endpoint{}, bytes.NewReader(body), Result{}, 1024)
 		if r.Outcome != Success {
 			b.Fatal(r.Err)
 		}

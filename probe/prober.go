@@ -19,25 +19,8 @@ type Scenario struct {
 	Name         string
 	InputTokens  int
 	OutputTokens int
-	// DecodeOn, above OutputTokens, asks for that many tokens: the
-	// stream is cut, a success with the tokens it has, once Enough says
-	// so, or once its deadline comes after it has OutputTokens (a burst's
-	// probes decode on while its later prompts prefill: monitor.probeN).
-	DecodeOn int
-	Enough   func(tokens int) bool
-	Cold     bool
-	Timeout  time.Duration
-}
-
-// maxTokens is what a probe of the scenario asks for.
-func (sc Scenario) maxTokens() int { return max(sc.OutputTokens, sc.DecodeOn) }
-
-// cut is when a probe of the scenario is cut (cutAt).
-func (sc Scenario) cut() cutAt {
-	if sc.DecodeOn <= sc.OutputTokens {
-		return cutAt{}
-	}
-	return cutAt{need: sc.OutputTokens, enough: sc.Enough}
+	Cold         bool
+	Timeout      time.Duration
 }
 
 // Prober probes one target: it resolves the model, finds the tokenizer, sizes
@@ -280,7 +263,7 @@ func (p *Prober) Prepare(ctx context.Context, sc Scenario) *Prepared {
 	if sc.Cold {
 		nonce = Nonce()
 	}
-	body, err := p.body(bodyKey{api: p.api, model: model, engine: engine, words: words, maxTokens: sc.maxTokens(), cold: sc.Cold}, nonce)
+	body, err := p.body(bodyKey{api: p.api, model: model, engine: engine, words: words, maxTokens: sc.OutputTokens, cold: sc.Cold}, nonce)
 	if err != nil {
 		return &Prepared{err: fail(Result{}, StreamError, err)}
 	}
@@ -303,7 +286,7 @@ func (p *Prober) Send(ctx context.Context, pr *Prepared) Result {
 	}
 	pctx, cancel := context.WithTimeout(ctx, pr.sc.Timeout)
 	defer cancel()
-	res := send(pctx, p.ep, pr.api, pr.body, pr.sc.maxTokens(), pr.sc.cut())
+	res := send(pctx, p.ep, pr.api, pr.body, pr.sc.OutputTokens)
 	if res.Outcome != Success && res.Outcome != ShortOutput {
 		return res
 	}
@@ -313,7 +296,7 @@ func (p *Prober) Send(ctx context.Context, pr *Prepared) Result {
 		// would count as output.
 		if n, err := pr.counter.Count(pctx, res.Text); err == nil && n > 0 {
 			res.CompletionTokens = n
-			if err := consistent(res, pr.sc.maxTokens(), len(res.Text)); err != nil {
+			if err := consistent(res, pr.sc.OutputTokens, len(res.Text)); err != nil {
 				res.Text = ""
 				return fail(res, UsageMismatch, err)
 			}

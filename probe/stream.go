@@ -129,10 +129,7 @@ type Result struct {
 	TokensFromUsage  bool // false: CompletionTokens counts content chunks, a lower bound
 	Chunks           int
 	FinishReason     string
-	// Cut: the client ended the stream once it had what it asked for
-	// (Scenario.DecodeOn), before the server's end.
-	Cut  bool
-	Text string
+	Text             string
 }
 
 // Scaled is the result with its durations multiplied by f: a time-scaled
@@ -243,21 +240,12 @@ func Run(ctx context.Context, ep Endpoint, q Request) Result {
 	if err != nil {
 		return fail(Result{}, StreamError, fmt.Errorf("encode request: %w", err))
 	}
-	return send(ctx, ep, q.API, bytesBody(body), q.MaxTokens, cutAt{})
-}
-
-// cutAt is when a stream is cut (Result.Cut), a success with what it has:
-// once enough says so, or once it fails (its deadline, or its burst's
-// straggler cut) after it has need tokens. The zero cutAt reads every
-// stream to its end.
-type cutAt struct {
-	need   int
-	enough func(tokens int) bool
+	return send(ctx, ep, q.API, bytesBody(body), q.MaxTokens)
 }
 
 // send streams an encoded request body to the API's path and measures it.
 // Its error never carries the API key, even where the server echoed it.
-func send(ctx context.Context, ep Endpoint, api string, body Body, maxTokens int, cut cutAt) (res Result) {
+func send(ctx context.Context, ep Endpoint, api string, body Body, maxTokens int) (res Result) {
 	defer func() { res.Err = ep.redact(res.Err) }()
 	var setupStart time.Time
 	// WroteRequest fires on the transport's writer goroutine, which may still
@@ -294,13 +282,7 @@ func send(ctx context.Context, ep Endpoint, api string, body Body, maxTokens int
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, ep.errorBodyLimit()))
 		return fail(res, HTTPError, fmt.Errorf("post %s: HTTP %d: %s", url, resp.StatusCode, ep.cut(msg)))
 	}
-	res = readStream(ctx, ep, resp.Body, res, maxTokens, cut)
-	if res.Cut {
-		// Closing the body unread tells the server the client is gone,
-		// and it stops decoding (vLLM, SGLang and llama.cpp abort the
-		// request); the connection is not reused.
-		return res
-	}
+	res = readStream(ctx, ep, resp.Body, res, maxTokens)
 	// The stream's end (the last chunk of the chunked encoding) may follow
 	// [DONE]: read it, or the transport closes the connection instead of
 	// reusing it and the next probe pays a new one.
@@ -315,7 +297,7 @@ func setupOnce(res *Result, i httptrace.GotConnInfo, start time.Time) {
 }
 
 // readStream reads a completion's stream; ep cuts a server's error text.
-func readStream(ctx context.Context, ep Endpoint, body io.Reader, res Result, maxTokens int, cut cutAt) Result {
+func readStream(ctx context.Context, ep Endpoint, body io.Reader, res Result, maxTokens int) Result {
 	ev := newEvents(body)
 	var first, last time.Time
 	var gaps []time.Duration
@@ -352,9 +334,6 @@ func readStream(ctx context.Context, ep Endpoint, body io.Reader, res Result, ma
 		}
 		if content, ok := known.content(data); ok {
 			add(content, now)
-			if res.Cut = cut.enough != nil && res.Chunks > 0 && cut.enough(res.Chunks); res.Cut {
-				break
-			}
 			continue
 		}
 		var c streamChunk
@@ -378,20 +357,14 @@ func readStream(ctx context.Context, ep Endpoint, body io.Reader, res Result, ma
 				res.FinishReason = *ch.FinishReason
 			}
 		}
-		if res.Cut = cut.enough != nil && res.Chunks > 0 && cut.enough(res.Chunks); res.Cut {
-			break
-		}
 	}
-	// A stream that failed after it had what it needed (its deadline,
-	// or a cut of its burst's straggler) measured what it was for.
-	res.Cut = res.Cut || cut.need > 0 && res.Chunks >= cut.need && (ev.err() != nil || ctx.Err() != nil)
-	if err := ev.err(); err != nil && !res.Cut {
+	if err := ev.err(); err != nil {
 		return fail(res, classifyCtx(ctx, StreamError), fmt.Errorf("read stream: %w", err))
 	}
-	if ctx.Err() != nil && !res.Cut {
+	if ctx.Err() != nil {
 		return fail(res, classifyCtx(ctx, StreamError), ctx.Err())
 	}
-	if !done && res.FinishReason == "" && !res.Cut {
+	if !done && res.FinishReason == "" {
 		return fail(res, StreamError, errors.New("stream ended without finish_reason or [DONE]"))
 	}
 	if first.IsZero() {
@@ -412,14 +385,9 @@ func readStream(ctx context.Context, ep Endpoint, body io.Reader, res Result, ma
 		return fail(res, UsageMismatch, err)
 	}
 	res.Outcome = Success
-	// A probe that decodes on needs only its own output.
-	want := maxTokens
-	if cut.need > 0 {
-		want = cut.need
-	}
-	if res.TokensFromUsage && res.CompletionTokens < want {
+	if res.TokensFromUsage && res.CompletionTokens < maxTokens {
 		res.Outcome = ShortOutput
-		res.Err = fmt.Errorf("got %d of %d output tokens (finish_reason %q): the server ignores min_tokens/ignore_eos", res.CompletionTokens, want, res.FinishReason)
+		res.Err = fmt.Errorf("got %d of %d output tokens (finish_reason %q): the server ignores min_tokens/ignore_eos", res.CompletionTokens, maxTokens, res.FinishReason)
 	}
 	return res
 }

@@ -309,7 +309,7 @@ func FuzzReadStream(f *testing.F) {
 	f.Add([]byte(": comment\nevent: x\ndata\n\ndata: {\"error\":{\"message\":\"boom\"}}\n\n"))
 	f.Add([]byte("data: " + stopChunk))
 	f.Fuzz(func(t *testing.T, stream []byte) {
-		r := readStream(t.Context(), Endpoint{}, bytes.NewReader(stream), Result{Start: time.Now()}, 16, cutAt{})
+		r := readStream(t.Context(), Endpoint{}, bytes.NewReader(stream), Result{Start: time.Now()}, 16)
 		if r.Outcome == Success && (r.Chunks > 16 || r.CompletionTokens > 16 || r.CompletionTokens < r.Chunks || r.CompletionTokens > len(r.Text)) {
 			t.Fatalf("success with %d chunks, %d tokens for max_tokens 16", r.Chunks, r.CompletionTokens)
 		}
@@ -474,66 +474,5 @@ func TestEchoCutInsideTheKey(t *testing.T) {
 				}
 			}
 		}
-	}
-}
-
-// A probe that decodes on (Scenario.DecodeOn) is cut, a success with the
-// tokens it has, once its burst has what it needs, or once its deadline
-// comes after it has its own output; before that, a deadline is a
-// timeout. The server sees the client go and stops writing.
-func TestDecodeOnIsCut(t *testing.T) {
-	const ttft, gap, chunks = 200 * time.Millisecond, 10 * time.Millisecond, 100
-	steps := then(tokens(ttft, gap, chunks, 1), end(ttft+(chunks-1)*gap, true, 1024, chunks)...)
-	tests := []struct {
-		name     string
-		deadline time.Duration // 0: none
-		enough   int           // cut at this chunk (0: never)
-		outcome  Outcome
-		chunks   int
-	}{
-		{"cut when enough", 0, 40, Success, 40},
-		{"deadline after its output", ttft + 29*gap + gap/2, 0, Success, 30},
-		{"deadline before its output", ttft + 9*gap + gap/2, 0, Timeout, 0},
-		{"never enough: read to the end", 0, 0, Success, chunks},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				rec := &sent{}
-				ln, stop := memnet.Serve(recorded(rec, http.StatusOK, steps...))
-				client := NewClient(false)
-				client.Transport.(*http.Transport).DialContext = ln.Dial
-				defer func() {
-					client.CloseIdleConnections()
-					stop()
-				}()
-				body, err := Request{API: "chat", Model: "m", Prompt: "hi", MaxTokens: chunks}.Body(true)
-				if err != nil {
-					t.Fatal(err)
-				}
-				ctx := context.Background()
-				if tc.deadline > 0 {
-					var cancel context.CancelFunc
-					ctx, cancel = context.WithTimeout(ctx, tc.deadline)
-					defer cancel()
-				}
-				cut := cutAt{need: 20, enough: func(n int) bool { return tc.enough > 0 && n >= tc.enough }}
-				r := send(ctx, Endpoint{BaseURL: "http://scripted", Client: client}, "chat", bytesBody(body), chunks, cut)
-				if r.Outcome != tc.outcome {
-					t.Fatalf("outcome %s (%v), want %s", r.Outcome, r.Err, tc.outcome)
-				}
-				if r.Outcome != Success {
-					return
-				}
-				if want := tc.chunks < chunks; r.Cut != want || r.Chunks != tc.chunks || r.CompletionTokens != tc.chunks {
-					t.Errorf("cut %v, %d chunks, %d tokens; want cut %v, %d of each", r.Cut, r.Chunks, r.CompletionTokens, want, tc.chunks)
-				}
-				near(t, "E2E", r.E2E, ttft+time.Duration(tc.chunks-1)*gap)
-				time.Sleep(ttft + chunks*gap) // past the script's end: a handler still writing would have
-				if got := len(rec.get()); tc.chunks < chunks && got > tc.chunks+2 {
-					t.Errorf("the server wrote %d of %d steps after the cut at %d chunks", got, len(steps), tc.chunks)
-				}
-			})
-		})
 	}
 }

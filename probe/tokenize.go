@@ -198,7 +198,7 @@ func (c usageCounter) Count(ctx context.Context, text string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	res := send(ctx, c.ep, c.api, bytesBody(b), 1, cutAt{})
+	res := send(ctx, c.ep, c.api, bytesBody(b), 1)
 	if res.Outcome != Success && res.Outcome != ShortOutput {
 		return 0, fmt.Errorf("count tokens: %s: %w", res.Outcome, res.Err)
 	}

@@ -449,7 +449,7 @@ func (p *part) fitTo(x [][]float64, y []float64, groups []int, r Ratio, pr Prior
 	default:
 		return
 	}
-	p.fit, p.ok = fitWith(x, y, groups, nonneg, slopePrior{value: m, sd: sd}, scale0)
+	p.fit, p.ok = fitWith(x, y, groups, nonneg, slopePrior{value: m, sd: sd, s2: own.scale * own.scale}, scale0)
 	p.reach = math.Max(p.reach, pr.Reach)
 }
 

@@ -99,6 +99,7 @@ type slopePrior struct{ value, sd, s2 float64 }
 // they come. scale0 (> 0) is a relative residual scale known from
 // elsewhere (the target's other use cases), worth two observations' say
 // in the scale, so that a fit of a few observations still has bounds.
+// groups (nil: none) says which observations share a moment (clustered).
 func fitLinear(x [][]float64, y []float64, groups []int, nonneg []bool, prior slopePrior, scale0 float64) (f linearFit, ok bool) {
 	k, nObs := len(nonneg), len(y)
 	f.used, f.varies = make([]bool, k), make([]bool, k)

@@ -117,11 +117,11 @@ type scratch struct {
 	edges        []edge
 	ts, fs       []float64
 	from, to     []float64 // prefillSpans' spans
-	seen         []beside  // by slot and round (at): what besides measured
+	batches      []float64 // by slot and round (at): each decode's mean batch, as besides measured
 	prefills     spans     // when prompts waited for prefill in the pass before
 }
 
-func (sc *scratch) at(slot, round int) *beside { return &sc.seen[slot*rounds+round] }
+func (sc *scratch) at(slot, round int) *float64 { return &sc.batches[slot*rounds+round] }
 
 func (tw twin) closed(n int, sc *scratch) cell {
 	if n < 1 {
@@ -142,10 +142,7 @@ func (tw twin) closed(n int, sc *scratch) cell {
 	return c
 }
 
-// beside is what a request decoded beside: its mean decode batch.
-type beside struct{ batch float64 }
-
-// besides is what each request decoded beside (into sc.seen, from
+// besides is the batch each request decoded in (into sc.batches, from
 // sc.done). Its batch: itself,
 // production's running requests and, for each other request, the share of
 // its decode it decoded beside it. With D(t) the requests decoding at t and
@@ -174,13 +171,13 @@ func besides(sc *scratch, running float64) {
 		i, _ := slices.BinarySearch(ts, t)
 		return fs[min(i, len(fs)-1)]
 	}
-	sc.seen = slices.Grow(sc.seen[:0], len(done))[:len(done)]
+	sc.batches = slices.Grow(sc.batches[:0], len(done))[:len(done)]
 	for _, r := range done {
-		s := beside{batch: 1 + running}
+		b := 1 + running
 		if span := r.end - r.first; span > 0 {
-			s.batch += math.Max(0, at(r.end)-at(r.first)-span) / span
+			b += math.Max(0, at(r.end)-at(r.first)-span) / span
 		}
-		*sc.at(r.slot, r.round) = s
+		*sc.at(r.slot, r.round) = b
 	}
 }
 
@@ -253,7 +250,7 @@ func prefillSpans(sc *scratch) spans {
 const twinPasses = 3
 
 // run is one pass of the twin with n slots, into sc.done; measured: with
-// the batches sc.seen and the prefills sc.prefills hold from the pass
+// the batches sc.batches and the prefills sc.prefills hold from the pass
 // before.
 func (tw twin) run(n int, sc *scratch, measured bool) cell {
 	var c cell
@@ -301,11 +298,11 @@ func (tw twin) run(n int, sc *scratch, measured bool) cell {
 		inFlight := 1 + ahead + running + behind + tw.running + tw.waiting
 		// The first pass takes every request in flight on arrival to
 		// decode beside it; the later ones measure it.
-		s, prefills := beside{batch: inFlight}, spans{}
+		batch, prefills := inFlight, spans{}
 		if measured {
-			s, prefills = *sc.at(r.slot, r.round), sc.prefills
+			batch, prefills = *sc.at(r.slot, r.round), sc.prefills
 		}
-		row := itlRow(s.batch, inFlight, 0, tw.bend(s.batch-1), tw.beyond)
+		row := itlRow(batch, inFlight, 0, tw.bend(batch-1), tw.beyond)
 		d := math.Max(decodeStep(tw.itl, row[:]), 1e-9)
 		r.end = decodeEnd(r.first, tw.output-1, d, d+math.Max(tw.itl[prefilling], 0), tw.waiting, prefills)
 		itl := d

@@ -924,3 +924,34 @@ func TestAPriorDoesNotOverrideTheData(t *testing.T) {
 		t.Errorf("slope %.3f with a prior of 0.055 ± 0.05, want 1.2 within 5%% (%.3f without it)", f.beta[1], own.beta[1])
 	}
 }
+
+// The others' ratios pool as a random-effects mean: one use case's tight
+// ratio does not speak for the rest when the ratios differ by more than
+// their errors, and ratios that agree still lend a prior no tighter than
+// priorSpread's share of it. (The pool before weighed each by its own error plus half
+// its own value: code completion's 0.03 ± 0.001 then set the demo's
+// chatbot's prior to 0.043 ± 0.033 against its own 0.95.)
+func TestPoolIsARandomEffectsMean(t *testing.T) {
+	slopes := func(rs ...[2]float64) []Slopes {
+		var out []Slopes
+		for _, r := range rs { // intercept 1: the slope is the ratio (fixed part 0: intercepts equal)
+			out = append(out, Slopes{TTFT: Slope{Intercept: 1, Value: r[0], SE: r[1]}})
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name           string
+		others         []Slopes
+		loMean, hiMean float64
+		loSE, hiSE     float64
+	}{
+		{"one tight ratio amid wide ones", slopes([2]float64{0.03, 0.001}, [2]float64{0.9, 0.1}, [2]float64{0.95, 0.1}), 0.4, 0.8, 0.35, 1},
+		{"ratios that agree", slopes([2]float64{0.9, 0.1}, [2]float64{0.95, 0.1}, [2]float64{0.92, 0.1}), 0.9, 0.95, 0.46, 0.6}, // τ at its floor, half the mean
+		{"one ratio alone", slopes([2]float64{0.9, 0.1}), 0.89, 0.91, 0.6, 0.7}, // its own draw and the next: sqrt(2τ² + se²)
+	} {
+		r := Pool(tc.others, 0).TTFT
+		if r.Value < tc.loMean || r.Value > tc.hiMean || r.SE < tc.loSE || r.SE > tc.hiSE {
+			t.Errorf("%s: prior %.3f ± %.3f, want [%.2f, %.2f] ± [%.2f, %.2f]", tc.name, r.Value, r.SE, tc.loMean, tc.hiMean, tc.loSE, tc.hiSE)
+		}
+	}
+}

@@ -421,9 +421,10 @@ func itlPart(os []obs, pr Prior) part {
 // fitTo fits the part to its data, with the slope the target's other use
 // cases imply as a prior: r's slope itself where it has one (perSequence),
 // else its ratio of slope to intercept, which physics shares across prompt
-// lengths (Prior). Either holds only roughly, so the prior is held to
-// within priorSpread of its value and a use case's own bursts soon
-// outweigh it.
+// lengths (Prior). Either holds only roughly: the ratio's SE is the spread
+// between the others' ratios (randomEffects), the slope is held to within
+// priorSpread of its value, and a use case's own bursts soon outweigh
+// either.
 func (p *part) fitTo(x [][]float64, y []float64, groups []int, r Ratio, pr Prior, fitWith fitter) {
 	if len(y) == 0 {
 		return
@@ -444,8 +445,8 @@ func (p *part) fitTo(x [][]float64, y []float64, groups []int, r Ratio, pr Prior
 	case r.Slope > 0:
 		m, sd = r.Slope, math.Hypot(priorSpread*r.Slope, r.SlopeSE)
 	case r.SE > 0 && r.Value > 0 && work > 0:
-		m = r.Value * work
-		sd = math.Hypot(priorSpread*m, r.SE*work)
+		// r.SE is already the spread between use cases (Pool).
+		m, sd = r.Value*work, r.SE*work
 	default:
 		return
 	}
@@ -488,19 +489,21 @@ func (pr Prior) scale() float64 {
 	return typicalScale
 }
 
-// Ratio is one relative slope, its standard error (SE 0: unknown) and the
-// fixed part of the intercept it is relative to.
+// Ratio is one relative slope, its standard error for one more use case
+// (SE 0: unknown; the others' spread included) and the fixed part of the
+// intercept it is relative to.
 //
 // Slope > 0 is the slope itself, SlopeSE its standard error: the ITL law's
 // prior read off the others' slopes against the KV tokens their sequences
 // hold (perSequence), which takes the place of Value where known.
 type Ratio struct{ Value, SE, Fixed, Slope, SlopeSE float64 }
 
-// priorSpread is how far a slope taken from the target's other use cases may be
-// off for this one, as a share of it: physics shares the ratio only
-// roughly across prompt lengths, and a scripted server's law need not
-// share it at all, so the prior counts for little beside a use case's own
-// bursts.
+// priorSpread is how far a slope taken from the target's other use cases
+// may be off for this one, as a share of it, where their data cannot say:
+// one sloped use case alone (randomEffects), and the ITL slope's line in
+// held tokens (perSequence). Physics shares the ratio only roughly across
+// prompt lengths, and a scripted server's law need not share it at all,
+// so such a prior counts for little beside a use case's own bursts.
 const priorSpread = 0.5
 
 // Slopes is what one use case's own data say of its laws, for its
@@ -543,11 +546,11 @@ func Ratios(u UseCase, points []Point) Slopes {
 
 // Pool is the prior for one use case from the others' Slopes: per law,
 // the fixed part of the intercept (fixedPart), and each sloped other's
-// slope over its intercept less it, their weighted mean, each weighing as
-// the inverse of its variance plus priorSpread's (the ratios differ between
-// prompt lengths by more than their standard errors: a random-effects mean,
-// so that no one use case's tight fit speaks for all); the scale their
-// median, the reach their most.
+// slope over its intercept less it, pooled as a random-effects mean
+// (randomEffects): the ratios differ between prompt lengths by more than
+// their standard errors, so the prior for one more use case is a draw
+// from their spread, not their mean. The scale is their median, the reach
+// their most.
 func Pool(others []Slopes, held float64) Prior {
 	var out Prior
 	pool := func(get func(Slopes) Slope) Ratio {
@@ -558,20 +561,17 @@ func Pool(others []Slopes, held float64) Prior {
 			}
 		}
 		fixed := fixedPart(sloped)
-		sw, sv := 0.0, 0.0
+		var v, se []float64
 		for _, s := range sloped {
-			work := s.Intercept - fixed
-			if !(work > 0) {
-				continue
+			if work := s.Intercept - fixed; work > 0 {
+				v, se = append(v, s.Value/work), append(se, s.SE/work)
 			}
-			v, se := s.Value/work, s.SE/work
-			w := 1 / (se*se + priorSpread*priorSpread*v*v)
-			sw, sv = sw+w, sv+w*v
 		}
-		if sw == 0 {
+		m, sd, ok := randomEffects(v, se)
+		if !ok {
 			return Ratio{}
 		}
-		return Ratio{Value: sv / sw, SE: 1 / math.Sqrt(sw), Fixed: fixed}
+		return Ratio{Value: m, SE: sd, Fixed: fixed}
 	}
 	out.TTFT = pool(func(s Slopes) Slope { return s.TTFT })
 	out.ITL = pool(func(s Slopes) Slope { return s.ITL })
@@ -591,6 +591,52 @@ func Pool(others []Slopes, held float64) Prior {
 		out.Scale = Statistic(scales, "p50")
 	}
 	return out
+}
+
+// randomEffects is the DerSimonian-Laird random-effects mean of values v
+// with standard errors se, and the standard error of one more value drawn
+// from the same spread: sqrt(τ² + var(mean)). τ² is the variance between
+// the values beyond their own errors (Cochran's Q less its degrees of
+// freedom, over the weights' spread), one for all of them, so that no one
+// value's tight error makes it speak for the rest. A few values often
+// show none (DerSimonian-Laird's known bias at small k; one value cannot
+// show any), while physics shares the ratio only roughly across prompt
+// lengths: τ is at least priorSpread's share of the mean.
+func randomEffects(v, se []float64) (mean, predSE float64, ok bool) {
+	if len(v) == 0 {
+		return 0, 0, false
+	}
+	var sw, sw2, swv float64
+	for i := range v {
+		w := 1 / (se[i] * se[i])
+		sw, sw2, swv = sw+w, sw2+w*w, swv+w*v[i]
+	}
+	var q float64
+	for i := range v {
+		d := v[i] - swv/sw
+		q += d * d / (se[i] * se[i])
+	}
+	tau2 := 0.0
+	if len(v) > 1 {
+		tau2 = math.Max(0, (q-float64(len(v)-1))/(sw-sw2/sw))
+	}
+	weighted := func() (mean, sw float64) {
+		var swv float64
+		for i := range v {
+			w := 1 / (se[i]*se[i] + tau2)
+			sw, swv = sw+w, swv+w*v[i]
+		}
+		return swv / sw, sw
+	}
+	mean, sw = weighted()
+	if floor := priorSpread * mean; tau2 < floor*floor {
+		tau2 = floor * floor
+		mean, sw = weighted()
+	}
+	if !(sw > 0) || math.IsInf(sw, 0) || math.IsNaN(mean) {
+		return 0, 0, false
+	}
+	return mean, math.Sqrt(tau2 + 1/sw), true
 }
 
 // perSequence is the ITL law's slope for a use case whose sequences hold

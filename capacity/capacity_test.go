@@ -946,8 +946,10 @@ func TestPoolIsARandomEffectsMean(t *testing.T) {
 		loSE, hiSE     float64
 	}{
 		{"one tight ratio amid wide ones", slopes([2]float64{0.03, 0.001}, [2]float64{0.9, 0.1}, [2]float64{0.95, 0.1}), 0.4, 0.8, 0.35, 1},
-		{"ratios that agree", slopes([2]float64{0.9, 0.1}, [2]float64{0.95, 0.1}, [2]float64{0.92, 0.1}), 0.9, 0.95, 0.46, 0.6}, // τ at its floor, half the mean
-		{"one ratio alone", slopes([2]float64{0.9, 0.1}), 0.89, 0.91, 0.6, 0.7}, // its own draw and the next: sqrt(2τ² + se²)
+		// τ at its floor, half the mean.
+		{"ratios that agree", slopes([2]float64{0.9, 0.1}, [2]float64{0.95, 0.1}, [2]float64{0.92, 0.1}), 0.9, 0.95, 0.46, 0.6},
+		// Its own draw and the next: sqrt(2τ² + se²).
+		{"one ratio alone", slopes([2]float64{0.9, 0.1}), 0.89, 0.91, 0.6, 0.7},
 	} {
 		r := Pool(tc.others, 0).TTFT
 		if r.Value < tc.loMean || r.Value > tc.hiMean || r.SE < tc.loSE || r.SE > tc.hiSE {

@@ -158,7 +158,7 @@ func observations(points []Point, perRequest float64) []obs {
 				// a TTFT of every E2E: the chance one of them does.
 				o.prefilling = 1 - math.Pow(math.Max(1-p.TTFT/p.E2E, 0), level-1)
 			} else if !math.IsNaN(p.ITL) && span > 0 {
-				// What it decoded beside, as the twin counts it (besides):
+				// What it decoded beside, as a mean over its decode:
 				// production's running requests, and each of the burst's
 				// others for the share of its decode they decoded with it
 				// (the requests in flight would count the prompts still
@@ -314,7 +314,7 @@ const gaussNewton = 20
 
 // stepShare is the derivatives of the ITL law's mean interval, D·(D+δp)/
 // (D+(1−s)·δp) (the harmonic mean of D and D+δp weighted by time: the
-// twin's decodeEnd integrates the same pace), at one observation's columns
+// twin decodes at the same two paces, event by event), at one observation's columns
 // r with the coefficients beta: in its decode step D and in δp; positive
 // false where D is not above zero.
 func stepShare(beta, r []float64) (dD, dP float64, positive bool) {

@@ -1,10 +1,6 @@
 package capacity
 
-import (
-	"cmp"
-	"math"
-	"slices"
-)
+import "math"
 
 // rounds is how many requests each slot of the reports' closed loop serves
 // (sim.Rounds, which cannot be imported here: sim builds on capacity). All
@@ -17,12 +13,12 @@ const rounds = 2
 // each is replaced as it ends, rounds requests per slot, and the means are
 // taken over every request. Each request's TTFT is set on arrival by the
 // TTFT law from the prefills queued ahead of it, those behind it and the
-// sequences decoding; its decode step, at its first token, by the ITL law
-// from the batch it decodes in and the requests it arrived into, and its
-// end by its tokens' pace, slower while other prompts wait for prefill
-// (decodeEnd). The production in flight now (running,
-// waiting) stays in flight throughout: with it, the twin says how many more
-// fit on top of it (free requests); without, the capacity.
+// sequences decoding; its tokens' pace, event by event (run), by the ITL
+// law from the batch decoding at each moment and the requests it arrived
+// into, slower while other prompts wait for prefill. The production in
+// flight now (running, waiting) stays in flight throughout: with it, the
+// twin says how many more fit on top of it (free requests); without, the
+// capacity.
 type twin struct {
 	ttft, itl        []float64 // the laws' coefficients (part's columns)
 	output           float64
@@ -57,8 +53,9 @@ func (tw twin) with(ttft, itl []float64) twin {
 type cell struct{ ttft, itl, e2e, decode float64 }
 
 type twinReq struct {
-	slot, round               int
-	arrive, admit, first, end float64
+	slot, round        int
+	arrive, first, end float64
+	inFlight           float64 // the requests in flight it arrived into, itself included (the ITL law's a)
 }
 
 // arrivals is a min-heap of the requests to come, earliest first (ties by
@@ -108,219 +105,167 @@ func (a *arrivals) pop() twinReq {
 	return h[n]
 }
 
-// scratch is the twin's working memory, reused from one pass and one n to
-// the next by a cells (one search at a time).
+// scratch is the twin's working memory, reused from one n to the next by
+// a cells (one search at a time).
 type scratch struct {
 	pending      arrivals
 	active, done []twinReq
-	order        []twinReq // done by admission (prefillSpans)
-	edges        []edge
-	ts, fs       []float64
-	from, to     []float64 // prefillSpans' spans
-	batches      []float64 // by slot and round (at): each decode's mean batch, as besides measured
-	prefills     spans     // when prompts waited for prefill in the pass before
+	left, rate   []float64 // by place in active: tokens still to decode, and their pace now
 }
-
-func (sc *scratch) at(slot, round int) *float64 { return &sc.batches[slot*rounds+round] }
 
 func (tw twin) closed(n int, sc *scratch) cell {
 	if n < 1 {
 		return cell{}
 	}
-	// Each request's decode batch is the time it shares with others'
-	// decodes, and its tokens' pace the times other prompts wait for
-	// prefill, both of which depend on when the others start and end: a
-	// few passes, each with what the one before measured, settle them.
-	var c cell
-	measured := false
-	for range twinPasses {
-		c = tw.run(n, sc, measured)
-		besides(sc, tw.running)
-		sc.prefills = prefillSpans(sc)
-		measured = true
-	}
-	return c
+	return tw.run(n, sc)
 }
 
-// besides is the batch each request decoded in (into sc.batches, from
-// sc.done). Its batch: itself,
-// production's running requests and, for each other request, the share of
-// its decode it decoded beside it. With D(t) the requests decoding at t and
-// F its integral, a request decoding from a to b shares F(b) - F(a) - (b -
-// a) request-seconds with the others: one sweep over the sorted starts and
-// ends, not a comparison of every pair.
-func besides(sc *scratch, running float64) {
-	done := sc.done
-	edges := sc.edges[:0]
-	for _, r := range done {
-		edges = append(edges, edge{r.first, 1}, edge{r.end, -1})
-	}
-	slices.SortFunc(edges, func(a, b edge) int { return cmp.Compare(a.t, b.t) })
-	ts := slices.Grow(sc.ts[:0], len(edges))[:len(edges)]
-	fs := slices.Grow(sc.fs[:0], len(edges))[:len(edges)] // F at each edge's time
-	sc.edges, sc.ts, sc.fs = edges, ts, fs
-	decoding, f := 0, 0.0
-	for i, e := range edges {
-		if i > 0 {
-			f += float64(decoding) * (e.t - edges[i-1].t)
-		}
-		ts[i], fs[i] = e.t, f
-		decoding += e.d
-	}
-	at := func(t float64) float64 {
-		i, _ := slices.BinarySearch(ts, t)
-		return fs[min(i, len(fs)-1)]
-	}
-	sc.batches = slices.Grow(sc.batches[:0], len(done))[:len(done)]
-	for _, r := range done {
-		b := 1 + running
-		if span := r.end - r.first; span > 0 {
-			b += math.Max(0, at(r.end)-at(r.first)-span) / span
-		}
-		*sc.at(r.slot, r.round) = b
-	}
-}
-
-// decodeEnd is when a request whose first token came at first has its
-// other tokens, decoding a token every step d, and every p while some
-// prompt waits for prefill: throughout the spans, and otherwise for the
-// share of the time production's queue of waiting prompts stands (its mean:
-// a queue of 0.3 stands at most 30% of the time). Its mean interval is the
-// ITL law's harmonic mean at the share of its own decode the spans cover,
-// solved with its end rather than guessed: a request that has its first
-// token early in a wave decodes through the later prompts' prefill at p,
-// and ends about when they do. A closed loop of an engine that prefills the
-// waiting prompts together so stays in waves, each round a burst, as the
-// reports measured.
-func decodeEnd(first, tokens, d, p, waiting float64, prefills spans) float64 {
-	w := math.Min(math.Max(waiting, 0), 1)
-	in, out := 1/p, w/p+(1-w)/d // tokens a second
-	t := first
-	i, _ := slices.BinarySearch(prefills.to, t) // spans ending at or after first
-	for ; i < len(prefills.to) && tokens > 0; i++ {
-		if a := prefills.from[i]; a > t {
-			if tokens <= out*(a-t) {
-				return t + tokens/out
-			}
-			tokens -= out * (a - t)
-			t = a
-		}
-		b := prefills.to[i]
-		if tokens <= in*(b-t) {
-			return t + tokens/in
-		}
-		tokens -= in * (b - t)
-		t = b
-	}
-	return t + tokens/out
-}
-
-// edge is a request's start (d 1) or end (d -1) of decoding.
-type edge struct {
-	t float64
-	d int
-}
-
-// spans is a union of disjoint time spans, in order: [from[i], to[i]].
-type spans struct{ from, to []float64 }
-
-// prefillSpans is when some request of sc.done was admitted and waiting
-// for its first token.
-func prefillSpans(sc *scratch) spans {
-	sc.order = append(sc.order[:0], sc.done...)
-	slices.SortFunc(sc.order, func(a, b twinReq) int { return cmp.Compare(a.admit, b.admit) })
-	s := spans{from: sc.from[:0], to: sc.to[:0]}
-	for _, r := range sc.order {
-		if r.first <= r.admit {
-			continue
-		}
-		if n := len(s.to); n > 0 && r.admit <= s.to[n-1] {
-			s.to[n-1] = math.Max(s.to[n-1], r.first)
-			continue
-		}
-		s.from, s.to = append(s.from, r.admit), append(s.to, r.first)
-	}
-	sc.from, sc.to = s.from, s.to
-	return s
-}
-
-// twinPasses is how many passes closed makes. The first knows no prefill
-// but production's; the second has the first round's prefills right (they
-// are set on arrival) and so its ends; the third the second round's.
-const twinPasses = 3
-
-// run is one pass of the twin with n slots, into sc.done; measured: with
-// the batches sc.batches and the prefills sc.prefills hold from the pass
-// before.
-func (tw twin) run(n int, sc *scratch, measured bool) cell {
+// run is the closed loop of n slots, event by event: an arrival has its
+// TTFT from the law at that moment; between events every decoding request
+// has its tokens at the pace the ITL law gives its step at the batch
+// decoding then, every D, or D+δp while some prompt waits for its first
+// token (or for the share of the time production's waiting queue stands,
+// where none of the loop's does). A prompt that arrives stalls every
+// decode already running at once, so a closed loop whose requests end a
+// moment apart cascades: the first end's replacement prefills while the
+// rest have a few tokens left, each of them ending a prefill later (the
+// simulator's report 002 chatbot at 17, round 2's TTFT 5.3 s against round
+// 1's 10.8), where an engine that prefills the waiting prompts together
+// keeps its waves. A fixed point over whole passes (each decode's end from
+// the prefills the pass before placed) did not settle on either: it
+// swung between a wave and a stagger from one pass to the next.
+func (tw twin) run(n int, sc *scratch) cell {
 	var c cell
 	pending := sc.pending[:0]
 	for i := range n {
 		pending = append(pending, twinReq{slot: i}) // in order: a heap already
 	}
 	active, done := sc.active[:0], sc.done[:0]
+	left, rate := sc.left[:0], sc.rate[:0]
 	need := tw.input + tw.output
-	admitted := 0.0 // when the last request was admitted: none overtakes it
-	for len(pending) > 0 {
-		r := pending.pop()
-		t := math.Max(r.arrive, admitted)
-		if tw.kv > 0 && need+tw.kvBusy <= tw.kv {
-			// Wait until enough of the requests in flight have ended.
-			for tw.kvBusy+need*(1+float64(holding(active, t))) > tw.kv {
-				t = nextEnd(active, t)
+	kvBound := tw.kv > 0 && need+tw.kvBusy <= tw.kv
+	w := math.Min(math.Max(tw.waiting, 0), 1)
+	p := math.Max(tw.itl[prefilling], 0)
+	now, admitted := 0.0, 0.0 // admitted: when the last request was; none overtakes it
+	for len(pending) > 0 || len(active) > 0 {
+		// The decoding requests' pace now, and the next event: an
+		// arrival that fits, a first token, or an end.
+		decodes, waiting := 0, false
+		for _, o := range active {
+			if o.first <= now {
+				decodes++
+			} else {
+				waiting = true
 			}
 		}
-		admitted, r.admit = t, t
-		kept := active[:0]
-		ahead, running := 0.0, 0.0
-		for _, o := range active {
-			if o.end <= t {
+		next := math.Inf(1)
+		if len(pending) > 0 && !(kvBound && tw.kvBusy+need*float64(1+len(active)) > tw.kv) {
+			next = math.Max(pending[0].arrive, admitted)
+		}
+		batch := float64(decodes) + tw.running
+		// The step at this batch, less the arrivals' term, which is each
+		// request's own: δa per request in flight it arrived into beyond
+		// the batch.
+		row := itlRow(batch, batch, 0, tw.bend(batch-1), tw.beyond)
+		step, arrivals := decodeStep(tw.itl, row[:]), tw.itl[2]
+		for i, o := range active {
+			if o.first > now {
+				if o.first < next {
+					next = o.first
+				}
 				continue
 			}
-			kept = append(kept, o)
-			if o.first > t {
-				ahead++
-			} else {
-				running++
+			d := step
+			if o.inFlight > batch {
+				d += arrivals * (o.inFlight - batch)
+			}
+			if d < 1e-9 {
+				d = 1e-9
+			}
+			r := 1 / d
+			switch {
+			case waiting:
+				r = 1 / (d + p)
+			case w > 0:
+				r = w/(d+p) + (1-w)/d
+			}
+			rate[i] = r
+			if e := now + left[i]/r; e < next {
+				next = e
 			}
 		}
-		active = kept
-		// Those that arrived behind it (at the same instant, or queued
-		// for KV cache since) are in flight beside it, not ahead of it.
-		behind := 0.0
-		for _, o := range pending {
-			if o.arrive <= t {
-				behind++
+		if math.IsInf(next, 1) {
+			break // nothing can happen: a request that never fits
+		}
+		next = math.Max(next, now)
+		for i, o := range active {
+			switch {
+			case o.first > now:
+			case now+left[i]/rate[i] <= next:
+				left[i] = 0 // exactly: the event that ends it, whatever the rounding
+			default:
+				left[i] -= rate[i] * (next - now)
 			}
 		}
-		ttft := tw.ttft[0] + tw.ttft[1]*(ahead+tw.waiting) + tw.ttft[queued]*behind + tw.ttft[decoding]*(running+tw.running) + tw.ttft[ttftKV]*tw.beyond
-		r.first = t + math.Max(ttft, 0)
-		inFlight := 1 + ahead + running + behind + tw.running + tw.waiting
-		// The first pass takes every request in flight on arrival to
-		// decode beside it; the later ones measure it.
-		batch, prefills := inFlight, spans{}
-		if measured {
-			batch, prefills = *sc.at(r.slot, r.round), sc.prefills
+		now = next
+		// Ends first: their slots' next requests arrive now.
+		kept := 0
+		for i, o := range active {
+			if o.first <= now && left[i] <= 0 {
+				o.end = now
+				itl := 0.0
+				if tw.output > 1 {
+					itl = (o.end - o.first) / (tw.output - 1)
+				}
+				c.ttft += o.first - o.arrive
+				c.itl += itl
+				c.e2e += o.end - o.arrive
+				if itl > 0 {
+					c.decode += 1 / itl
+				}
+				done = append(done, o)
+				if o.round+1 < rounds {
+					pending.push(twinReq{slot: o.slot, round: o.round + 1, arrive: o.end})
+				}
+				continue
+			}
+			active[kept], left[kept] = o, left[i]
+			kept++
 		}
-		row := itlRow(batch, inFlight, 0, tw.bend(batch-1), tw.beyond)
-		d := math.Max(decodeStep(tw.itl, row[:]), 1e-9)
-		r.end = decodeEnd(r.first, tw.output-1, d, d+math.Max(tw.itl[prefilling], 0), tw.waiting, prefills)
-		itl := d
-		if tw.output > 1 {
-			itl = (r.end - r.first) / (tw.output - 1)
-		}
-		active = append(active, r)
-		done = append(done, r)
-		c.ttft += r.first - r.arrive
-		c.itl += itl
-		c.e2e += r.end - r.arrive
-		c.decode += 1 / itl
-		if r.round+1 < rounds {
-			pending.push(twinReq{slot: r.slot, round: r.round + 1, arrive: r.end})
+		active, left, rate = active[:kept], left[:kept], rate[:kept]
+		for len(pending) > 0 && math.Max(pending[0].arrive, admitted) <= now {
+			if kvBound && tw.kvBusy+need*float64(1+len(active)) > tw.kv {
+				break // it waits for KV cache: the next end frees some
+			}
+			r := pending.pop()
+			admitted = now
+			ahead, running := 0.0, 0.0
+			for _, o := range active {
+				if o.first > now {
+					ahead++
+				} else {
+					running++
+				}
+			}
+			// Those that arrived behind it (at the same instant, or queued
+			// for KV cache since) are in flight beside it, not ahead of it.
+			behind := 0.0
+			for _, o := range pending {
+				if o.arrive <= now {
+					behind++
+				}
+			}
+			ttft := tw.ttft[0] + tw.ttft[1]*(ahead+tw.waiting) + tw.ttft[queued]*behind + tw.ttft[decoding]*(running+tw.running) + tw.ttft[ttftKV]*tw.beyond
+			r.first = now + math.Max(ttft, 0)
+			r.inFlight = 1 + ahead + running + behind + tw.running + tw.waiting
+			active, left, rate = append(active, r), append(left, math.Max(tw.output-1, 0)), append(rate, 0)
 		}
 	}
-	sc.pending, sc.active, sc.done = pending, active, done
+	sc.pending, sc.active, sc.done, sc.left, sc.rate = pending, active, done, left, rate
 	count := float64(len(done))
+	if count == 0 {
+		return cell{ttft: math.Inf(1), itl: math.Inf(1), e2e: math.Inf(1)}
+	}
 	c.ttft, c.itl, c.e2e, c.decode = c.ttft/count, c.itl/count, c.e2e/count, c.decode/count
 	return c
 }
@@ -332,28 +277,6 @@ func (tw twin) bend(x float64) float64 {
 		return r * (2*x - r)
 	}
 	return x * x
-}
-
-// holding is how many requests hold KV cache at t.
-func holding(active []twinReq, t float64) int {
-	n := 0
-	for _, o := range active {
-		if o.end > t {
-			n++
-		}
-	}
-	return n
-}
-
-// nextEnd is the first end of a request in flight after t.
-func nextEnd(active []twinReq, t float64) float64 {
-	next := math.Inf(1)
-	for _, o := range active {
-		if o.end > t {
-			next = math.Min(next, o.end)
-		}
-	}
-	return next
 }
 
 // value is a cell's figure for one SLO.

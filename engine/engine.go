@@ -172,9 +172,10 @@ var read = func() map[string]bool {
 // Parse reads a text-format /metrics page of at most MaxPage bytes and
 // normalises it. engine "auto" detects the engine from the metric names. A
 // page whose values headroom reads are not finite and non-negative is an
-// error: a load of +Inf or -3 requests is no reading.
+// error: a load of +Inf or -3 requests is no reading. Of a histogram only
+// its sum and count are read, so its buckets are not parsed.
 func Parse(r io.Reader, engine string) (Load, error) {
-	mfs, err := exposition.Families(r, MaxPage, func(name string) bool { return read[name] })
+	mfs, err := exposition.FamiliesWithoutBuckets(r, MaxPage, func(name string) bool { return read[name] })
 	if err != nil {
 		return Load{}, err
 	}

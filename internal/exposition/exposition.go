@@ -28,6 +28,20 @@ const maxLine = 1 << 20
 // limit bytes. Lines of other families are dropped before parsing, so a large
 // page costs memory in proportion to what is kept, not to its size.
 func Families(r io.Reader, limit int64, keep func(name string) bool) (mfs map[string]*dto.MetricFamily, err error) {
+	return families(r, limit, keep, true)
+}
+
+// FamiliesWithoutBuckets is Families with the histograms' _bucket lines
+// left out before parsing: their families keep their sums and counts, and
+// no buckets. For a reader of sums and counts only (the engine's pages,
+// whose queue-time and inter-token-latency buckets were three quarters of
+// the lines kept), whose every read would otherwise parse and allocate
+// each bucket.
+func FamiliesWithoutBuckets(r io.Reader, limit int64, keep func(name string) bool) (map[string]*dto.MetricFamily, error) {
+	return families(r, limit, keep, false)
+}
+
+func families(r io.Reader, limit int64, keep func(name string) bool, buckets bool) (mfs map[string]*dto.MetricFamily, err error) {
 	lr := &io.LimitedReader{R: r, N: limit + 1}
 	kept := keptPages.Get().(*bytes.Buffer)
 	defer func() {
@@ -38,7 +52,7 @@ func Families(r io.Reader, limit int64, keep func(name string) bool) (mfs map[st
 			keptPages.Put(kept)
 		}
 	}()
-	err = filter(lr, keep, kept)
+	err = filter(lr, keep, buckets, kept)
 	if lr.N <= 0 {
 		return nil, fmt.Errorf("page larger than %d bytes", limit)
 	}
@@ -78,8 +92,9 @@ const maxPooled = 1 << 20
 // filter copies the lines of kept families into out: samples by their
 // metric name (a histogram's _bucket, _sum and _count lines by the
 // family's), and # HELP and # TYPE lines by the name they describe. Other
-// comments are dropped.
-func filter(r io.Reader, keep func(string) bool, out *bytes.Buffer) error {
+// comments are dropped; so are the _bucket lines of kept families where
+// buckets is false.
+func filter(r io.Reader, keep func(string) bool, buckets bool, out *bytes.Buffer) error {
 	br := readers.Get().(*bufio.Reader)
 	br.Reset(r)
 	defer func() {
@@ -113,7 +128,7 @@ func filter(r io.Reader, keep func(string) bool, out *bytes.Buffer) error {
 		if name == "" && len(bytes.TrimSpace(line)) > 0 && !bytes.HasPrefix(bytes.TrimSpace(line), []byte("#")) {
 			return fmt.Errorf("parse metrics: line %d has no metric name: %.40q", n, line)
 		}
-		if name != "" && keepName(name, keep) {
+		if name != "" && keepName(name, keep, buckets) {
 			out.Write(line)
 		}
 		if err != nil {
@@ -151,13 +166,13 @@ func field(b []byte) (f, rest []byte) {
 	return b, nil
 }
 
-func keepName(name string, keep func(string) bool) bool {
+func keepName(name string, keep func(string) bool, buckets bool) bool {
 	if keep(name) {
 		return true
 	}
 	for _, suf := range []string{"_bucket", "_sum", "_count"} {
 		if base, ok := strings.CutSuffix(name, suf); ok && keep(base) {
-			return true
+			return buckets || suf != "_bucket"
 		}
 	}
 	return false

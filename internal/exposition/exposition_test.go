@@ -69,6 +69,49 @@ broken line that is not read {{{
 	}
 }
 
+// TestFamiliesWithoutBuckets: a histogram's sum and count are read as
+// Families reads them, its buckets are not; a kept family whose own name
+// ends in _bucket stays.
+func TestFamiliesWithoutBuckets(t *testing.T) {
+	page := `# TYPE vllm:request_queue_time_seconds histogram
+vllm:request_queue_time_seconds_bucket{model_name="m",le="1"} 2
+vllm:request_queue_time_seconds_bucket{model_name="m",le="+Inf"} 3
+vllm:request_queue_time_seconds_sum{model_name="m"} 4.5
+vllm:request_queue_time_seconds_count{model_name="m"} 3
+vllm:request_queue_time_seconds_sum{model_name="n"} 1
+vllm:request_queue_time_seconds_count{model_name="n"} 2
+# TYPE vllm:token_bucket gauge
+vllm:token_bucket 7
+`
+	keep := func(name string) bool {
+		return name == "vllm:request_queue_time_seconds" || name == "vllm:token_bucket"
+	}
+	mfs, err := FamiliesWithoutBuckets(strings.NewReader(page), 1<<20, keep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ms := mfs["vllm:request_queue_time_seconds"].GetMetric()
+	if len(ms) != 2 {
+		t.Fatalf("%d series, want 2", len(ms))
+	}
+	for i, want := range []struct{ count, sum float64 }{{3, 4.5}, {2, 1}} {
+		h := ms[i].GetHistogram()
+		if float64(h.GetSampleCount()) != want.count || h.GetSampleSum() != want.sum || len(h.GetBucket()) != 0 {
+			t.Errorf("series %d: %v, want count %g, sum %g, no buckets", i, h, want.count, want.sum)
+		}
+	}
+	if g := mfs["vllm:token_bucket"].GetMetric(); len(g) != 1 || g[0].GetGauge().GetValue() != 7 {
+		t.Errorf("vllm:token_bucket: %v", g)
+	}
+	all, err := Families(strings.NewReader(page), 1<<20, keep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(all["vllm:request_queue_time_seconds"].GetMetric()[0].GetHistogram().GetBucket()); n != 2 {
+		t.Errorf("Families: %d buckets, want 2", n)
+	}
+}
+
 // FuzzFamilies: no page, however garbled, panics or hangs the reader.
 func FuzzFamilies(f *testing.F) {
 	for _, s := range []string{"{}", "{} 1\n", "vllm:a 1\n", "# TYPE vllm:h histogram\nvllm:h_bucket{le=\"+Inf\"} 1\nvllm:h_count 1\nvllm:h_sum 1\n",

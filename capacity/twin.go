@@ -1,6 +1,9 @@
 package capacity
 
-import "math"
+import (
+	"math"
+	"sync"
+)
 
 // rounds is how many requests each slot of the reports' closed loop serves
 // (sim.Rounds, which cannot be imported here: sim builds on capacity). All
@@ -105,13 +108,19 @@ func (a *arrivals) pop() twinReq {
 	return h[n]
 }
 
-// scratch is the twin's working memory, reused from one n to the next by
-// a cells (one search at a time).
+// scratch is the twin's working memory, reused from one n to the next,
+// and from one cells to the next through scratches.
 type scratch struct {
 	pending      arrivals
 	active, done []twinReq
 	left, rate   []float64 // by place in active: tokens still to decode, and their pace now
 }
+
+// scratches are the twins' working memories between runs of closed: a
+// fit searches a dozen twins (each SLO's bounds and edges, the readings at
+// new loads), and each made its own, most of what the fleet's fits
+// allocated.
+var scratches = sync.Pool{New: func() any { return new(scratch) }}
 
 func (tw twin) closed(n int, sc *scratch) cell {
 	if n < 1 {
@@ -305,7 +314,6 @@ func margin(name string, v, threshold float64) float64 {
 type cells struct {
 	tw   twin
 	seen map[int]cell
-	sc   scratch
 }
 
 func (cs *cells) at(n int) cell {
@@ -315,7 +323,9 @@ func (cs *cells) at(n int) cell {
 	if cs.seen == nil {
 		cs.seen = map[int]cell{}
 	}
-	c := cs.tw.closed(n, &cs.sc)
+	sc := scratches.Get().(*scratch)
+	c := cs.tw.closed(n, sc)
+	scratches.Put(sc)
 	cs.seen[n] = c
 	return c
 }

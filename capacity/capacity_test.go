@@ -957,3 +957,46 @@ func TestPoolIsARandomEffectsMean(t *testing.T) {
 		}
 	}
 }
+
+// A burst's probes that did not come back (cut by the deadline, behind the
+// others) were in it all the same: a survivor stands where it stood, and a
+// lost probe whose first token came is a TTFT at its place. On llama.cpp a
+// burst of 8 lost 7 to the probe deadline, and its one survivor at 2.8 s,
+// filed seven prompts back, took the prefill's cost from 2.7 s a prompt to
+// 0.33 (docs/real-engine.md).
+func TestABurstsLostProbesStayInIt(t *testing.T) {
+	probe := func(ttft, e2e float64, lost bool) Point {
+		p := Point{Time: t0, Load: 8, InFlight: 2, Sent: 9, Burst: 8, TTFT: ttft, E2E: e2e, ITL: (e2e - ttft) / 63, Lost: lost}
+		if lost {
+			p.ITL = math.NaN()
+		}
+		return p
+	}
+	survivor := probe(2.8, 38, false)
+	noToken := probe(0, 0, true)
+	for _, c := range []struct {
+		name   string
+		points []Point
+		want   []obs // q, w, ttft and decodeOK of each observation, in order
+	}{
+		{"seven lost with no first token", append([]Point{survivor}, slices.Repeat([]Point{noToken}, 7)...),
+			[]obs{{q: 1, w: 7, ttft: 2.8, decodeOK: true}}},
+		{"one lost after its first token, ahead of a survivor", []Point{probe(8, 39, false), survivor, probe(5.5, 20, true)},
+			[]obs{{q: 6, w: 2, ttft: 2.8, decodeOK: true}, {q: 7, w: 1, ttft: 5.5}, {q: 8, w: 0, ttft: 8, decodeOK: true}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := observations(c.points, 0)
+			if len(got) != len(c.want) {
+				t.Fatalf("%d observations, want %d", len(got), len(c.want))
+			}
+			for i, w := range c.want {
+				if o := got[i]; o.q != w.q || o.w != w.w || o.ttft != w.ttft || o.decodeOK != w.decodeOK {
+					t.Errorf("observation %d: q %g, w %g, TTFT %g, decode counted %v; want %g, %g, %g, %v", i, o.q, o.w, o.ttft, o.decodeOK, w.q, w.w, w.ttft, w.decodeOK)
+				}
+			}
+			if o := got[0]; c.name == "seven lost with no first token" && o.prefilling != 1 {
+				t.Errorf("the survivor decoded with prompts waiting for %.2f of its decode, want all of it", o.prefilling)
+			}
+		})
+	}
+}

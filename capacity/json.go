@@ -58,12 +58,13 @@ func (e Estimate) MarshalJSON() ([]byte, error) {
 		Burst    int    `json:"burst,omitempty"`
 		Level    num    `json:"level,omitempty"`
 		Cell     int    `json:"cell,omitempty"`
+		Lost     bool   `json:"lost,omitempty"`
 	}, len(e.Points))
 	for i, p := range e.Points {
 		pts[i].Time = p.Time.UTC().Format("2006-01-02T15:04:05.000Z07:00")
 		pts[i].Sent, pts[i].KV, pts[i].Held, pts[i].Steady = num(p.Sent), num(p.KV), num(p.Held), num(p.Steady)
 		pts[i].Load, pts[i].InFlight, pts[i].TTFT, pts[i].E2E, pts[i].ITL, pts[i].Decode = num(p.Load), num(p.InFlight), num(p.TTFT), num(p.E2E), num(p.ITL), num(p.Decode)
-		pts[i].Burst, pts[i].Level, pts[i].Cell = p.Burst, num(p.Level), p.Cell
+		pts[i].Burst, pts[i].Level, pts[i].Cell, pts[i].Lost = p.Burst, num(p.Level), p.Cell, p.Lost
 	}
 	next := ""
 	if !e.NextProbe.IsZero() {

@@ -92,6 +92,9 @@ func observations(points []Point, perRequest float64) []obs {
 			continue
 		}
 		if p.Burst <= 1 && p.Cell == 0 {
+			if p.Lost {
+				continue // only a burst's probes are kept lost
+			}
 			q := 1.0
 			if p.Level >= 1 {
 				q = p.Level
@@ -136,15 +139,35 @@ func observations(points []Point, perRequest float64) []obs {
 		// prompts first come first served charges the first, one that
 		// charges every request in flight alike the second: the spread of
 		// a burst's TTFTs tells them apart.
-		ordered := slices.SortedFunc(slices.Values(g), func(a, b Point) int { return cmp.Compare(a.TTFT, b.TTFT) })
+		//
+		// A probe the deadline or the straggler cut ended (Lost) held its
+		// place all the same: by its first token, or, where none came,
+		// behind every other, its prompt waiting to the end. Its TTFT is a
+		// measurement; its decode is not. Left out, a lone survivor of a
+		// burst of eight on llama.cpp stood seven prompts back, and its TTFT
+		// of 2.8 s took the prefill's cost from 2.7 s a prompt to 0.33
+		// (docs/real-engine.md).
+		first := func(p Point) float64 {
+			if p.Lost && !(p.TTFT > 0) {
+				return math.Inf(1)
+			}
+			return p.TTFT
+		}
+		ordered := slices.SortedFunc(slices.Values(g), func(a, b Point) int { return cmp.Compare(first(a), first(b)) })
 		ahead := math.Max(level-float64(len(g)), 0)
 		running := sent - level
 		spans := make([]float64, 0, len(g))
 		for _, p := range g {
-			spans = append(spans, p.E2E-p.TTFT)
+			if !p.Lost {
+				spans = append(spans, p.E2E-p.TTFT)
+			}
 		}
 		span := Statistic(spans, "p50")
+		lastFirst := first(ordered[len(ordered)-1])
 		for i, p := range ordered {
+			if p.Lost && !(p.TTFT > 0) {
+				continue
+			}
 			o := obs{q: ahead + float64(i+1), w: float64(len(g) - 1 - i), d: running, a: sent, level: level,
 				kv: excess(g[0]), ttft: p.TTFT, e2e: p.E2E, group: len(points) + gi}
 			if p.Cell > 0 {
@@ -157,7 +180,7 @@ func observations(points []Point, perRequest float64) []obs {
 				// Each of the n−1 others waits for its first token for
 				// a TTFT of every E2E: the chance one of them does.
 				o.prefilling = 1 - math.Pow(math.Max(1-p.TTFT/p.E2E, 0), level-1)
-			} else if !math.IsNaN(p.ITL) && span > 0 {
+			} else if !p.Lost && !math.IsNaN(p.ITL) && span > 0 {
 				// What it decoded beside, as a mean over its decode:
 				// production's running requests, and each of the burst's
 				// others for the share of its decode they decoded with it
@@ -170,8 +193,14 @@ func observations(points []Point, perRequest float64) []obs {
 				end := p.TTFT + span
 				shared := 0.0
 				for j, q := range ordered {
+					// A lost one decoded from its first token until it
+					// was cut, after every other had ended.
+					qEnd := q.E2E
+					if q.Lost {
+						qEnd = math.Inf(1)
+					}
 					if j != i {
-						shared += math.Max(0, math.Min(end, q.E2E)-math.Max(p.TTFT, q.TTFT))
+						shared += math.Max(0, math.Min(end, qEnd)-math.Max(p.TTFT, first(q)))
 					}
 				}
 				o.itl, o.decodeOK = p.ITL, true
@@ -181,7 +210,7 @@ func observations(points []Point, perRequest float64) []obs {
 				// decode's time until then, as the law's mean interval
 				// weighs the slow steps by their time (fitITL).
 				if own := p.E2E - p.TTFT; own > 0 {
-					o.prefilling = math.Max(0, math.Min(p.E2E, ordered[len(g)-1].TTFT)-p.TTFT) / own
+					o.prefilling = math.Max(0, math.Min(p.E2E, lastFirst)-p.TTFT) / own
 				}
 			}
 			out = append(out, o)

@@ -52,6 +52,11 @@ type Point struct {
 	// (llama.cpp saves a burst's slots as the next task takes one). It
 	// counts for no curve and no margin.
 	Aftermath bool `json:"aftermath,omitempty"`
+	// Lost marks a burst's probe that its deadline or the straggler cut
+	// ended (monitor.Sample.Lost): it held its place in the burst's queue,
+	// TTFT and E2E are where its first and last tokens came (0: none
+	// came), and it measured no decode.
+	Lost bool `json:"lost,omitempty"`
 }
 
 // MaxPoints bounds each series whatever the uptime and the time it keeps:

@@ -138,8 +138,13 @@ func (e *Estimator) record(s monitor.Sample) {
 	if !(kv >= 0 && held >= 0) {
 		kv, held = 0, 0
 	}
-	e.store.Add(s.Target, s.Scenario, capacity.Point{Time: s.Time, Load: s.Load, InFlight: s.InFlight, Sent: s.Sent, KV: kv, Held: held,
-		TTFT: res.TTFT.Seconds(), E2E: res.E2E.Seconds(), ITL: res.ITL().Seconds(), Steady: res.SteadyITL().Seconds(), Decode: res.DecodeTPS(), Burst: s.Burst, Level: s.Level, Aftermath: s.Aftermath})
+	p := capacity.Point{Time: s.Time, Load: s.Load, InFlight: s.InFlight, Sent: s.Sent, KV: kv, Held: held,
+		TTFT: res.TTFT.Seconds(), E2E: res.E2E.Seconds(), ITL: res.ITL().Seconds(), Steady: res.SteadyITL().Seconds(), Decode: res.DecodeTPS(), Burst: s.Burst, Level: s.Level, Aftermath: s.Aftermath}
+	if s.Lost {
+		// How far its stream came, and no decode: it did not end.
+		p.Lost, p.ITL, p.Steady, p.Decode = true, math.NaN(), math.NaN(), math.NaN()
+	}
+	e.store.Add(s.Target, s.Scenario, p)
 	e.changed(s.Target)
 }
 
@@ -202,7 +207,9 @@ func burstRank(est capacity.Estimate) int {
 func affordable(points []capacity.Point, budget float64, window time.Duration) int {
 	prefill, decode := math.Inf(1), math.Inf(1)
 	for _, p := range points {
-		prefill, decode = math.Min(prefill, p.TTFT), math.Min(decode, p.E2E-p.TTFT)
+		if !p.Lost {
+			prefill, decode = math.Min(prefill, p.TTFT), math.Min(decode, p.E2E-p.TTFT)
+		}
 	}
 	if len(points) == 0 || prefill <= 0 {
 		return 0

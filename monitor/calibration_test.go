@@ -209,8 +209,10 @@ func (s *stalling) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // A burst's last probe, stalled past twice what the others took, is cut:
-// it gives no sample (its measurement would be a stall no law counts) and
-// bills the budget for twice the others' time, not for its own deadline.
+// it gives no measurement (it would be a stall no law counts) and bills the
+// budget for twice the others' time, not for its own deadline. It stood in
+// the burst all the same, and is recorded so (Lost), without a first token,
+// so that the others keep their places in the prefill queue.
 // The monitor and estimator run as shipped, with calibration's defaults,
 // against a linear law.
 func TestABurstsStragglerIsCut(t *testing.T) {
@@ -233,7 +235,7 @@ use_cases: [{name: chat, scenario: ctx-1k, ttft_max: 2s, decode_min_tps: 15}]
 		var wg sync.WaitGroup
 		wg.Go(func() { srv.Run(ctx) })
 		est := estimator.New(cfg, nil)
-		rec := &bursts{Recorder: est, sizes: map[time.Time]int{}, burst: map[time.Time]int{}, ends: map[time.Time]time.Time{}}
+		rec := &bursts{Recorder: est, sizes: map[time.Time]int{}, burst: map[time.Time]int{}, ends: map[time.Time]time.Time{}, lost: map[time.Time]int{}}
 		var log strings.Builder
 		var logMu sync.Mutex
 		logger := slog.New(slog.NewTextHandler(&locked{w: &log, mu: &logMu}, nil))
@@ -266,6 +268,9 @@ use_cases: [{name: chat, scenario: ctx-1k, ttft_max: 2s, decode_min_tps: 15}]
 				if took := rec.ends[sent].Sub(sent); took > stall/2 {
 					t.Errorf("the cut burst's probes ended %v after it was sent: a straggler's stall of %v was waited out", took, stall)
 				}
+				if lost := rec.lost[sent]; got+lost != rec.burst[sent] {
+					t.Errorf("a burst of %d gave %d samples and %d lost: the cut probe left the burst", rec.burst[sent], got, lost)
+				}
 			}
 		}
 		if short != 1 {
@@ -281,10 +286,17 @@ type bursts struct {
 	sizes map[time.Time]int
 	burst map[time.Time]int
 	ends  map[time.Time]time.Time
+	lost  map[time.Time]int // cut, with no first token (the stall held it before the server)
 }
 
 func (b *bursts) Record(s monitor.Sample) {
-	if s.Burst > 0 {
+	if s.Lost {
+		b.mu.Lock()
+		if s.Result.TTFT == 0 {
+			b.lost[s.Time]++
+		}
+		b.mu.Unlock()
+	} else if s.Burst > 0 {
 		b.mu.Lock()
 		b.sizes[s.Time]++
 		b.burst[s.Time] = s.Burst

@@ -51,7 +51,11 @@ type Sample struct {
 	// Aftermath: a lone probe that was the first request the engine took
 	// after a burst (probeN), which can pay for the burst.
 	Aftermath bool
-	Result    probe.Result
+	// Lost: a burst's probe its deadline or the straggler cut ended. It
+	// stood in the burst's prefill queue all the same, and its Result's
+	// TTFT and E2E say how far its stream came (zero: no first token).
+	Lost   bool
+	Result probe.Result
 }
 
 // Recorder receives probe samples (the capacity model), and hears when a
@@ -820,7 +824,10 @@ func (t *target) send(ctx context.Context, sc config.Scenario, preps []*probe.Pr
 			t.sem.Release(1)
 			mu.Lock()
 			defer mu.Unlock()
-			if ok {
+			// A burst's probe that stalled to its deadline or the cut
+			// held its place in the queue: the others' order counts it.
+			if lost := s.Result.Outcome == probe.Timeout || s.Result.Outcome == probe.Canceled; ok || n > 1 && lost && ctx.Err() == nil {
+				s.Lost = !ok
 				samples = append(samples, s)
 			}
 			if finished++; n > 1 && finished == n-1 {
@@ -854,7 +861,7 @@ func (t *target) send(ctx context.Context, sc config.Scenario, preps []*probe.Pr
 			samples[0].Level = burstLevel(samples, 1, before, beforeOK, prefill, start, sc.InputTokens)
 		}
 		t.record(samples[0])
-	case len(samples) > 0:
+	case cameBack(samples):
 		level := burstLevel(samples, n, before, beforeOK, prefill, start, sc.InputTokens)
 		if beforeOK && n > 1 {
 			decodeInFlight(samples, before.InFlight())
@@ -864,7 +871,12 @@ func (t *target) send(ctx context.Context, sc config.Scenario, preps []*probe.Pr
 			t.record(s)
 		}
 	}
-	return busy, len(samples) > 0, ctx.Err() == nil
+	return busy, cameBack(samples), ctx.Err() == nil
+}
+
+// cameBack says whether any of the probes came back.
+func cameBack(samples []Sample) bool {
+	return slices.ContainsFunc(samples, func(s Sample) bool { return !s.Lost })
 }
 
 // stragglerSpan is how many times the time its other probes took a burst's
@@ -932,23 +944,25 @@ func (t *target) probeOnce(ctx context.Context, sc config.Scenario, pr *probe.Pr
 			queueWait = time.Duration((after.QueueSum - before.QueueSum) * float64(time.Second))
 		}
 	}
-	if res.Outcome == probe.Canceled || ctx.Err() != nil {
-		return Sample{}, false
-	}
 	now := time.Now()
-	t.observe(sc.Name, res, n, queueWait, now)
-	if res.Outcome != probe.Success {
+	ok := false
+	switch {
+	case res.Outcome == probe.Canceled || ctx.Err() != nil:
+	case res.Outcome != probe.Success:
+		t.observe(sc.Name, res, n, queueWait, now)
 		t.failed.Add(1)
 		t.probeFailed(sc.Name, res)
 		t.m.logger.Warn("probe failed", "target", t.cfg.Name, "scenario", sc.Name, "result", res.Outcome, "err", res.Err)
-		return Sample{}, false
+	default:
+		ok = true
+		t.observe(sc.Name, res, n, queueWait, now)
+		t.ok.Add(1)
+		t.mu.Lock()
+		delete(t.probeErrs, sc.Name)
+		t.mu.Unlock()
+		t.m.logger.Debug("probe", "target", t.cfg.Name, "scenario", sc.Name, "ttft", res.TTFT, "itl", res.ITL(),
+			"decode_tps", res.DecodeTPS(), "prompt_tokens", res.PromptTokens, "output_tokens", res.CompletionTokens)
 	}
-	t.ok.Add(1)
-	t.mu.Lock()
-	delete(t.probeErrs, sc.Name)
-	t.mu.Unlock()
-	t.m.logger.Debug("probe", "target", t.cfg.Name, "scenario", sc.Name, "ttft", res.TTFT, "itl", res.ITL(),
-		"decode_tps", res.DecodeTPS(), "prompt_tokens", res.PromptTokens, "output_tokens", res.CompletionTokens)
 	inFlight := acc.mean()
 	burst := 0
 	if n > 1 {
@@ -961,7 +975,7 @@ func (t *target) probeOnce(ctx context.Context, sc config.Scenario, pr *probe.Pr
 			kv, held = h, before.Running
 		}
 	}
-	return Sample{Target: t.cfg.Name, Scenario: sc.Name, Time: now, Load: inFlight, InFlight: inFlight, Sent: sent, KV: kv, Held: held, Burst: burst, Result: res}, true
+	return Sample{Target: t.cfg.Name, Scenario: sc.Name, Time: now, Load: inFlight, InFlight: inFlight, Sent: sent, KV: kv, Held: held, Burst: burst, Result: res}, ok
 }
 
 // changed says why the server behind two readings is not the one it was,

@@ -116,10 +116,13 @@ type Result struct {
 	Status  int
 	Start   time.Time
 	Setup   time.Duration // DNS, TCP and TLS set-up, zero on a reused connection
-	TTFT    time.Duration // written -> first chunk with content
-	E2E     time.Duration // written -> last content chunk
-	Decode  time.Duration // first -> last content chunk
-	MaxGap  time.Duration // longest gap between two content chunks
+	// TTFT and E2E are kept on a failure too, as far as the stream came
+	// (zero: no content came): a calibration burst's probe cut by its
+	// deadline still had its place in the prefill queue (monitor.Sample.Lost).
+	TTFT   time.Duration // written -> first chunk with content
+	E2E    time.Duration // written -> last content chunk
+	Decode time.Duration // first -> last content chunk
+	MaxGap time.Duration // longest gap between two content chunks
 	// MedianGap is the median gap between two content chunks: the step a
 	// decode took when nothing else lengthened it, where fewer than half
 	// of its steps also prefilled another request's prompt.
@@ -310,12 +313,14 @@ func readStream(ctx context.Context, ep Endpoint, body io.Reader, res Result, ma
 		}
 		if first.IsZero() {
 			first = now
+			res.TTFT = first.Sub(res.Start)
 		} else {
 			gap := now.Sub(last)
 			res.MaxGap = max(res.MaxGap, gap)
 			gaps = append(gaps, gap)
 		}
 		last = now
+		res.E2E = last.Sub(res.Start)
 		res.Chunks++
 		if text.Len() < maxLine {
 			text.Write(content)
@@ -370,8 +375,6 @@ func readStream(ctx context.Context, ep Endpoint, body io.Reader, res Result, ma
 	if first.IsZero() {
 		return fail(res, StreamError, errors.New("stream carried no content"))
 	}
-	res.TTFT = first.Sub(res.Start)
-	res.E2E = last.Sub(res.Start)
 	res.Decode = last.Sub(first)
 	if len(gaps) > 0 {
 		slices.Sort(gaps)

@@ -248,6 +248,11 @@ func TestRunFailures(t *testing.T) {
 			if strings.Contains(r.Err.Error(), "sk-secret-value") {
 				t.Fatalf("error leaks the API key: %v", r.Err)
 			}
+			// A stream its deadline cut keeps how far it came: a burst's
+			// probe cut so still has its place by its first token.
+			if tc.want == Timeout && !(r.TTFT > 0 && r.E2E >= r.TTFT) {
+				t.Errorf("a stream cut after its first tokens kept TTFT %v, E2E %v", r.TTFT, r.E2E)
+			}
 		})
 	}
 }

@@ -16,7 +16,7 @@ const rounds = 2
 // each is replaced as it ends, rounds requests per slot, and the means are
 // taken over every request. Each request's TTFT is set on arrival by the
 // TTFT law from the prefills queued ahead of it, those behind it and the
-// sequences decoding; its tokens' pace, event by event (run), by the ITL
+// sequences decoding; its tokens' pace, event by event (closed), by the ITL
 // law from the batch decoding at each moment and the requests it arrived
 // into, slower while other prompts wait for prefill. The production in
 // flight now (running, waiting) stays in flight throughout: with it, the
@@ -122,14 +122,7 @@ type scratch struct {
 // allocated.
 var scratches = sync.Pool{New: func() any { return new(scratch) }}
 
-func (tw twin) closed(n int, sc *scratch) cell {
-	if n < 1 {
-		return cell{}
-	}
-	return tw.run(n, sc)
-}
-
-// run is the closed loop of n slots, event by event: an arrival has its
+// closed is the closed loop of n slots, event by event: an arrival has its
 // TTFT from the law at that moment; between events every decoding request
 // has its tokens at the pace the ITL law gives its step at the batch
 // decoding then, every D, or D+δp while some prompt waits for its first
@@ -143,8 +136,11 @@ func (tw twin) closed(n int, sc *scratch) cell {
 // keeps its waves. A fixed point over whole passes (each decode's end from
 // the prefills the pass before placed) did not settle on either: it
 // swung between a wave and a stagger from one pass to the next.
-func (tw twin) run(n int, sc *scratch) cell {
+func (tw twin) closed(n int, sc *scratch) cell {
 	var c cell
+	if n < 1 {
+		return c
+	}
 	pending := sc.pending[:0]
 	for i := range n {
 		pending = append(pending, twinReq{slot: i}) // in order: a heap already
@@ -155,7 +151,7 @@ func (tw twin) run(n int, sc *scratch) cell {
 	kvBound := tw.kv > 0 && need+tw.kvBusy <= tw.kv
 	w := math.Min(math.Max(tw.waiting, 0), 1)
 	p := math.Max(tw.itl[prefilling], 0)
-	now, admitted := 0.0, 0.0 // admitted: when the last request was; none overtakes it
+	now := 0.0
 	for len(pending) > 0 || len(active) > 0 {
 		// The decoding requests' pace now, and the next event: an
 		// arrival that fits, a first token, or an end.
@@ -169,7 +165,7 @@ func (tw twin) run(n int, sc *scratch) cell {
 		}
 		next := math.Inf(1)
 		if len(pending) > 0 && !(kvBound && tw.kvBusy+need*float64(1+len(active)) > tw.kv) {
-			next = math.Max(pending[0].arrive, admitted)
+			next = pending[0].arrive
 		}
 		batch := float64(decodes) + tw.running
 		// The step at this batch, less the arrivals' term, which is each
@@ -242,12 +238,11 @@ func (tw twin) run(n int, sc *scratch) cell {
 			kept++
 		}
 		active, left, rate = active[:kept], left[:kept], rate[:kept]
-		for len(pending) > 0 && math.Max(pending[0].arrive, admitted) <= now {
+		for len(pending) > 0 && pending[0].arrive <= now {
 			if kvBound && tw.kvBusy+need*float64(1+len(active)) > tw.kv {
 				break // it waits for KV cache: the next end frees some
 			}
 			r := pending.pop()
-			admitted = now
 			ahead, running := 0.0, 0.0
 			for _, o := range active {
 				if o.first > now {

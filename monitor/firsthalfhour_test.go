@@ -4,22 +4,15 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"log/slog"
 	"math"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"text/tabwriter"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/headroom-dev/headroom/capacity"
-	"github.com/headroom-dev/headroom/collector"
 	"github.com/headroom-dev/headroom/config"
-	"github.com/headroom-dev/headroom/estimator"
-	"github.com/headroom-dev/headroom/internal/memnet"
-	"github.com/headroom-dev/headroom/monitor"
+	"github.com/headroom-dev/headroom/internal/virtual"
 	"github.com/headroom-dev/headroom/sim"
 )
 
@@ -59,24 +52,18 @@ func TestFirstHalfHour(t *testing.T) {
 		first := map[string]*seen{}
 		var last []capacity.Estimate
 		synctest.Test(t, func(t *testing.T) {
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
 			srv := sim.NewServer(prof, 1, "vllm")
-			ln, stop := memnet.Serve(srv.Handler())
-			var wg sync.WaitGroup
-			wg.Go(func() { srv.Run(ctx) })
+			var loads []func(context.Context)
 			if run.users > 0 {
-				wg.Go(func() {
+				loads = append(loads, func(ctx context.Context) {
 					srv.RunLoad(ctx, sim.Steps{Levels: []int{run.users}, Hold: 2 * half.Seconds()}, []sim.Shape{{Context: 8192, Output: 512, Weight: 1}}, 1)
 				})
 			}
-			est := estimator.New(cfg, nil)
-			mon := monitor.New(slog.New(slog.DiscardHandler), collector.NewProbes(prometheus.NewRegistry(), false), est, est, monitor.WithDial(ln.Dial))
 			start := time.Now()
-			mon.Apply(ctx, cfg)
+			v := virtual.Start(cfg, srv, loads...)
 			for time.Since(start) < half {
 				time.Sleep(10 * time.Second)
-				last = est.Estimates(mon.Status(), time.Now())
+				last = v.Est.Estimates(v.Mon.Status(), time.Now())
 				for _, e := range last {
 					s := first[e.UseCase]
 					if s == nil {
@@ -91,10 +78,7 @@ func TestFirstHalfHour(t *testing.T) {
 					}
 				}
 			}
-			mon.Stop()
-			cancel()
-			stop()
-			wg.Wait()
+			v.Stop()
 		})
 		when := func(d time.Duration) string {
 			if d < 0 {

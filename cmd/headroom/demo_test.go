@@ -4,24 +4,18 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"log/slog"
 	"math"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"text/tabwriter"
 	"time"
 
 	"github.com/alecthomas/kingpin/v2"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/promslog"
 
 	"github.com/headroom-dev/headroom/capacity"
-	"github.com/headroom-dev/headroom/collector"
 	"github.com/headroom-dev/headroom/config"
-	"github.com/headroom-dev/headroom/estimator"
-	"github.com/headroom-dev/headroom/internal/memnet"
-	"github.com/headroom-dev/headroom/monitor"
+	"github.com/headroom-dev/headroom/internal/virtual"
 	"github.com/headroom-dev/headroom/sim"
 )
 
@@ -83,22 +77,11 @@ func TestDemoInVirtualTime(t *testing.T) {
 	for seed := range uint64(demoSeeds) {
 		var last []capacity.Estimate
 		synctest.Test(t, func(t *testing.T) {
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
 			srv := sim.NewServer(prof, demo.sim.timeScale, demo.sim.style)
-			ln, stop := memnet.Serve(srv.Handler())
-			var wg sync.WaitGroup
-			wg.Go(func() { srv.Run(ctx) })
-			wg.Go(func() { srv.RunLoad(ctx, pattern, sim.DefaultMix, seed+1) })
-			est := estimator.New(cfg, nil)
-			mon := monitor.New(slog.New(slog.DiscardHandler), collector.NewProbes(prometheus.NewRegistry(), false), est, est, monitor.WithDial(ln.Dial))
-			mon.Apply(ctx, cfg)
+			v := virtual.Start(cfg, srv, func(ctx context.Context) { srv.RunLoad(ctx, pattern, sim.DefaultMix, seed+1) })
 			time.Sleep(at)
-			last = est.Estimates(mon.Status(), time.Now())
-			mon.Stop()
-			cancel()
-			stop()
-			wg.Wait()
+			last = v.Est.Estimates(v.Mon.Status(), time.Now())
+			v.Stop()
 		})
 		for _, e := range last {
 			want := truth[e.UseCase]

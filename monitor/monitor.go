@@ -861,7 +861,10 @@ func (t *target) send(ctx context.Context, sc config.Scenario, preps []*probe.Pr
 			samples[0].Level = burstLevel(samples, 1, before, beforeOK, prefill, start, sc.InputTokens)
 		}
 		t.record(samples[0])
-	case cameBack(samples):
+	case len(samples) > 0:
+		// Lost probes too, even where none came back: a burst of eight
+		// beside llama.cpp's users all ran into their deadline, with
+		// first tokens at their places in the queue.
 		level := burstLevel(samples, n, before, beforeOK, prefill, start, sc.InputTokens)
 		if beforeOK && n > 1 {
 			decodeInFlight(samples, before.InFlight())

@@ -86,6 +86,11 @@ func sloTitle(slo string) string {
 	return slo
 }
 
+// shown says whether a point is drawn: not a probe in a burst's aftermath,
+// nor one its deadline cut (lost: its latencies are where its stream
+// stopped, not what it took).
+func shown(p capacity.Point) bool { return !p.Aftermath && !p.Lost }
+
 // plot draws an SLO's fitted law for N requests together, its probes'
 // values at the loads they met (a burst's at its level), its threshold,
 // the load now and the capacity with its bounds. The y axis reaches the
@@ -95,7 +100,7 @@ func plot(s capacity.SLO, e capacity.Estimate) chart {
 	var xs, ys []float64
 	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 	for _, p := range e.Points {
-		if v := s.Of(p); finite(p.Load) && finite(v) && !p.Aftermath {
+		if v := s.Of(p); finite(p.Load) && finite(v) && shown(p) {
 			xs, ys = append(xs, p.Load), append(ys, v)
 		}
 	}
@@ -143,7 +148,7 @@ func plot(s capacity.SLO, e capacity.Estimate) chart {
 	c.Model = strings.TrimSpace(line.String())
 	for _, p := range e.Points {
 		v := s.Of(p)
-		if !finite(p.Load) || !finite(v) || p.Aftermath {
+		if !finite(p.Load) || !finite(v) || !shown(p) {
 			continue
 		}
 		d := dot{X: x(p.Load), Y: y(v), Burst: p.Burst > 0, Title: fmt.Sprintf("%s at %s requests", withUnit(v, s.Name), short(p.Load))}

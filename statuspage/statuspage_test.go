@@ -21,6 +21,7 @@ func TestRender(t *testing.T) {
 		{Time: t0, Load: 1, InFlight: 1, TTFT: 0.5, Decode: 90},
 		{Time: t0, Load: 4, InFlight: 4, TTFT: 2, Decode: 40, Burst: 4},
 		{Time: t0, Load: 1, InFlight: 1, TTFT: 9, Decode: 90, Aftermath: true},
+		{Time: t0, Load: 4, InFlight: 4, TTFT: 2.5, E2E: 40, Decode: math.NaN(), Burst: 4, Lost: true}, // cut by its deadline: not drawn
 		{Time: t0, Load: 2, InFlight: 2, TTFT: 151, Decode: 80}, // an outlier: drawn at the top, not scaling the axis
 	}
 	slo := capacity.SLO{Name: "ttft_seconds", Threshold: 3, Curve: capacity.Curve{{Load: 1, Value: 0.5, N: 1}, {Load: 4, Value: 2, N: 1}}}
@@ -64,7 +65,7 @@ func TestRender(t *testing.T) {
 			t.Errorf("page lacks %s", want)
 		}
 	}
-	// The aftermath probe is not drawn, the outlier is drawn clipped: two
+	// The aftermath and the lost probes are not drawn, the outlier is drawn clipped: two
 	// points and one clipped mark per chart.
 	if n, c := strings.Count(page, "<circle"), strings.Count(page, `<path class="clipped"`); n != 5*2 || c != 5 {
 		t.Errorf("%d points and %d clipped marks drawn, want 2 and 1 per chart", n, c)

@@ -21,7 +21,8 @@ func TestRender(t *testing.T) {
 		{Time: t0, Load: 1, InFlight: 1, TTFT: 0.5, Decode: 90},
 		{Time: t0, Load: 4, InFlight: 4, TTFT: 2, Decode: 40, Burst: 4},
 		{Time: t0, Load: 1, InFlight: 1, TTFT: 9, Decode: 90, Aftermath: true},
-		{Time: t0, Load: 4, InFlight: 4, TTFT: 2.5, E2E: 40, Decode: math.NaN(), Burst: 4, Lost: true}, // cut by its deadline: not drawn
+		// Cut by its deadline (lost): not drawn.
+		{Time: t0, Load: 4, InFlight: 4, TTFT: 2.5, E2E: 40, Decode: math.NaN(), Burst: 4, Lost: true},
 		{Time: t0, Load: 2, InFlight: 2, TTFT: 151, Decode: 80}, // an outlier: drawn at the top, not scaling the axis
 	}
 	slo := capacity.SLO{Name: "ttft_seconds", Threshold: 3, Curve: capacity.Curve{{Load: 1, Value: 0.5, N: 1}, {Load: 4, Value: 2, N: 1}}}

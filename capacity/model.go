@@ -92,9 +92,6 @@ func observations(points []Point, perRequest float64) []obs {
 			continue
 		}
 		if p.Burst <= 1 && p.Cell == 0 {
-			if p.Lost {
-				continue // only a burst's probes are kept lost
-			}
 			q := 1.0
 			if p.Level >= 1 {
 				q = p.Level
@@ -165,8 +162,8 @@ func observations(points []Point, perRequest float64) []obs {
 		span := Statistic(spans, "p50")
 		lastFirst := first(ordered[len(ordered)-1])
 		for i, p := range ordered {
-			if p.Lost && !(p.TTFT > 0) {
-				continue
+			if math.IsInf(first(p), 1) {
+				continue // no first token: a place in the queue, no measurement
 			}
 			o := obs{q: ahead + float64(i+1), w: float64(len(g) - 1 - i), d: running, a: sent, level: level,
 				kv: excess(g[0]), ttft: p.TTFT, e2e: p.E2E, group: len(points) + gi}
@@ -193,15 +190,16 @@ func observations(points []Point, perRequest float64) []obs {
 				end := p.TTFT + span
 				shared := 0.0
 				for j, q := range ordered {
+					if j == i {
+						continue
+					}
 					// A lost one decoded from its first token until it
 					// was cut, after every other had ended.
 					qEnd := q.E2E
 					if q.Lost {
 						qEnd = math.Inf(1)
 					}
-					if j != i {
-						shared += math.Max(0, math.Min(end, qEnd)-math.Max(p.TTFT, first(q)))
-					}
+					shared += math.Max(0, math.Min(end, qEnd)-math.Max(p.TTFT, first(q)))
 				}
 				o.itl, o.decodeOK = p.ITL, true
 				o.b = 1 + running + shared/span

@@ -826,8 +826,8 @@ func (t *target) send(ctx context.Context, sc config.Scenario, preps []*probe.Pr
 			defer mu.Unlock()
 			// A burst's probe that stalled to its deadline or the cut
 			// held its place in the queue: the others' order counts it.
-			if lost := s.Result.Outcome == probe.Timeout || s.Result.Outcome == probe.Canceled; ok || n > 1 && lost && ctx.Err() == nil {
-				s.Lost = !ok
+			s.Lost = !ok && n > 1 && ctx.Err() == nil && (s.Result.Outcome == probe.Timeout || s.Result.Outcome == probe.Canceled)
+			if ok || s.Lost {
 				samples = append(samples, s)
 			}
 			if finished++; n > 1 && finished == n-1 {

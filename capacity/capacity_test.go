@@ -1000,3 +1000,83 @@ func TestABurstsLostProbesStayInIt(t *testing.T) {
 		})
 	}
 }
+
+// The estimate says the engine model it was read from: each law's
+// coefficients by name, near the known law's, with errors that hold them,
+// and those no data measured held at zero with no error.
+func TestModelSaysItsParameters(t *testing.T) {
+	fcfs := server{
+		ttft: func(q, w, d float64) float64 { return 1.2 * q },
+		itl:  func(b, a float64) float64 { return 0.02 + 0.001*(b-1) },
+	}
+	atArrival := server{
+		ttft: func(q, w, d float64) float64 { return 0.1 },
+		itl:  func(b, a float64) float64 { return 0.004 + 0.004*(a-1) },
+	}
+	tests := []struct {
+		name   string
+		server server
+		u      UseCase
+		bursts []int
+		want   map[string]float64 // law/name: value
+		zero   []string           // law/name: held at zero, unmeasured
+	}{
+		{"first come first served prefill", fcfs, UseCase{TTFTMax: 8, DecodeMin: 10, OutputTokens: 2}, []int{3, 6, 10},
+			map[string]float64{"ttft/base_seconds": 1.2, "ttft/per_prompt_ahead_seconds": 1.2, "itl/step_seconds": 0.02, "itl/per_sequence_seconds": 0.001},
+			[]string{"ttft/per_kv_ktoken_seconds", "itl/per_kv_ktoken_seconds"}},
+		{"ITL fixed on arrival", atArrival, UseCase{DecodeMin: 10, OutputTokens: 64}, []int{4, 8, 16},
+			map[string]float64{"ttft/base_seconds": 0.1, "itl/step_seconds": 0.004},
+			[]string{"ttft/per_kv_ktoken_seconds"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.u.Name, tc.u.Statistic = "u", "mean"
+			e := Evaluate("a", tc.u, window(tc.server, loads(30, 1, 4), tc.bursts, 0.03, 1), Production{InFlight: 2})
+			got := map[string]Parameter{}
+			for _, p := range e.Model() {
+				got[p.Law+"/"+p.Name] = p
+			}
+			if len(got) != len(ttftParams)+len(itlParams) {
+				t.Fatalf("%d parameters, want %d: %+v", len(got), len(ttftParams)+len(itlParams), e.Model())
+			}
+			for k, want := range tc.want {
+				p := got[k]
+				// Within its 95% band (Student's t at the fits' few
+				// degrees of freedom is below 2.5), and the band says
+				// something: narrower than half the value.
+				if !(math.Abs(p.Value-want) <= 2.5*p.SE+0.01*want) || !(p.SE < want/2) {
+					t.Errorf("%s = %.4g ± %.2g, want %.4g within 2.5 standard errors, the error under half of it", k, p.Value, p.SE, want)
+				}
+			}
+			for _, k := range tc.zero {
+				if p := got[k]; p.Value != 0 || !math.IsNaN(p.SE) {
+					t.Errorf("%s = %.4g ± %.2g, want 0 and no error (nothing measured it)", k, p.Value, p.SE)
+				}
+			}
+			b, err := json.Marshal(e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var back struct {
+				Model map[string]map[string]struct {
+					Value  *float64 `json:"value"`
+					SE     *float64 `json:"se"`
+					Symbol string   `json:"symbol"`
+				} `json:"model"`
+			}
+			if err := json.Unmarshal(b, &back); err != nil {
+				t.Fatal(err)
+			}
+			q := back.Model["ttft"]["base_seconds"]
+			if q.Value == nil || *q.Value != got["ttft/base_seconds"].Value || q.Symbol != "τ0" {
+				t.Errorf("JSON model's ttft base_seconds %+v, want %.4g (τ0)", q, got["ttft/base_seconds"].Value)
+			}
+			if k := back.Model["itl"]["per_kv_ktoken_seconds"]; k.SE != nil {
+				t.Errorf("JSON model's unmeasured itl per_kv_ktoken_seconds has an error %v, want null", *k.SE)
+			}
+		})
+	}
+	if m := (Estimate{}).Model(); m != nil {
+		t.Errorf("an estimate with no fit says a model: %+v", m)
+	}
+}

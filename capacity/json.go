@@ -41,6 +41,28 @@ func (s SLO) MarshalJSON() ([]byte, error) {
 	}{s.Name, num(s.Threshold), num(s.Value), num(s.Margin), num(s.Capacity), num(s.Lower), num(s.Upper), s.Curve, s.Why})
 }
 
+// model is an estimate's parameters as JSON, each law's by name:
+// {"ttft": {"base_seconds": {"value": 0.8, "se": 0.02, "symbol": "τ0"}, ...}, "itl": {...}};
+// nil (left out) without one.
+func model(ps []Parameter) any {
+	if len(ps) == 0 {
+		return nil
+	}
+	type param struct {
+		Value  num    `json:"value"`
+		SE     num    `json:"se"`
+		Symbol string `json:"symbol"`
+	}
+	out := map[string]map[string]param{}
+	for _, p := range ps {
+		if out[p.Law] == nil {
+			out[p.Law] = map[string]param{}
+		}
+		out[p.Law][p.Name] = param{num(p.Value), num(p.SE), p.Symbol}
+	}
+	return out
+}
+
 // MarshalJSON implements json.Marshaler.
 func (e Estimate) MarshalJSON() ([]byte, error) {
 	pts := make([]struct {
@@ -90,6 +112,7 @@ func (e Estimate) MarshalJSON() ([]byte, error) {
 		Seed     int    `json:"seed_points,omitempty"`
 		Why      string `json:"why,omitempty"`
 		SLOs     []SLO  `json:"slos"`
+		Model    any    `json:"model,omitempty"`
 		Points   any    `json:"points"`
-	}{e.Target, e.UseCase, e.Scenario, num(e.Capacity), num(e.Lower), num(e.Upper), e.Bound, num(e.Aim), num(e.Reach), num(e.Load), num(e.Free), num(e.Ratio), num(e.Margin), e.Samples, e.SamplesNeeded, next, e.Seed, e.Why, e.SLOs, pts})
+	}{e.Target, e.UseCase, e.Scenario, num(e.Capacity), num(e.Lower), num(e.Upper), e.Bound, num(e.Aim), num(e.Reach), num(e.Load), num(e.Free), num(e.Ratio), num(e.Margin), e.Samples, e.SamplesNeeded, next, e.Seed, e.Why, e.SLOs, model(e.Model()), pts})
 }

@@ -753,7 +753,11 @@ func sloShort(name string) string {
 // fit's residuals and covariances are per observation or per pair of
 // terms, and a daemon keeps a fitted for every target and use case.
 type fitted struct {
-	laws         twin  // the use case's shape, the KV cache and the laws
+	laws twin // the use case's shape, the KV cache and the laws
+	// ttftSE and itlSE are the laws' coefficients' standard errors
+	// (standardErrors), for Estimate.Model.
+	ttftSE       [ttftKV + 1]float64
+	itlSE        [itlKV + 1]float64
 	slos         []SLO // Capacity, Lower, Upper, Curve and Why of each
 	lower, upper float64
 	why          string
@@ -786,6 +790,8 @@ func fit(slos []SLO, os []obs, stat string, shape twin, pr Prior) *fitted {
 	}
 	f := &fitted{laws: shape.with(ttft.fit.beta, itl.fit.beta), slos: slices.Clone(slos), capacity: math.NaN(), sloped: true,
 		aim: math.Inf(1), reach: math.Inf(1), readings: map[[3]float64]reading{}}
+	standardErrors(f.ttftSE[:], ttft.fit, ttft.ok)
+	standardErrors(f.itlSE[:], itl.fit, itl.ok)
 	base := &cells{tw: f.laws}
 	type sloFit struct {
 		est, lo, hi, raw float64

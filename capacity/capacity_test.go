@@ -1080,3 +1080,73 @@ func TestModelSaysItsParameters(t *testing.T) {
 		t.Errorf("an estimate with no fit says a model: %+v", m)
 	}
 }
+
+// The points /api/v1/status writes read back as the points the model
+// read, to the millisecond a probe's time is written in: NaN (a lost
+// probe's decode), the aftermath and lost marks, and the omitted zeros.
+func TestPointsReadBack(t *testing.T) {
+	at := time.Date(2026, 11, 27, 9, 0, 0, 123_000_000, time.UTC)
+	nan := math.NaN()
+	points := []Point{
+		{Time: at, Load: 2.5, InFlight: 2.5, Sent: 3, KV: 12000, Held: 2, TTFT: 0.4, E2E: 1.9, ITL: 0.012, Steady: 0.011, Decode: 83.3, Level: 1},
+		{Time: at.Add(time.Minute), Load: 8, InFlight: 4.2, Sent: 8, TTFT: 3.1, E2E: 3.1, ITL: nan, Steady: nan, Decode: nan, Burst: 8, Lost: true},
+		{Time: at.Add(2 * time.Minute), Load: 1, InFlight: 1, TTFT: 2.9, E2E: 4.2, ITL: 0.01, Decode: 100, Level: 1, Aftermath: true},
+		{Time: at.Add(3 * time.Minute), Load: 16, InFlight: 16, TTFT: 5, E2E: 15, ITL: 0.02, Decode: 50, Burst: 16, Cell: 3},
+	}
+	b, err := json.Marshal(Estimate{Target: "a", Capacity: nan, Lower: nan, Upper: nan, Points: points})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back struct{ Points []Point }
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	same := func(a, b float64) bool { return a == b || math.IsNaN(a) && math.IsNaN(b) }
+	for i, want := range points {
+		got := back.Points[i]
+		if !got.Time.Equal(want.Time) || !same(got.Load, want.Load) || !same(got.InFlight, want.InFlight) || !same(got.Sent, want.Sent) ||
+			!same(got.KV, want.KV) || !same(got.Held, want.Held) || !same(got.TTFT, want.TTFT) || !same(got.E2E, want.E2E) ||
+			!same(got.ITL, want.ITL) || !same(got.Steady, want.Steady) || !same(got.Decode, want.Decode) || got.Burst != want.Burst ||
+			!same(got.Level, want.Level) || got.Cell != want.Cell || got.Aftermath != want.Aftermath || got.Lost != want.Lost {
+			t.Errorf("point %d read back as\n%+v, want\n%+v", i, got, want)
+		}
+	}
+	if err := json.Unmarshal([]byte(`{"time":"yesterday","load":1}`), new(Point)); err == nil || !strings.Contains(err.Error(), "point's time") {
+		t.Errorf("a garbled time read as %v, want an error naming the point's time", err)
+	}
+}
+
+// The fitted model reads as two sums of the terms the data measured, each
+// with its error; a slope held at zero or never measured is left out.
+func TestDescribe(t *testing.T) {
+	nan := math.NaN()
+	tests := []struct {
+		name string
+		ps   []Parameter
+		want string
+	}{
+		{"no fit", nil, ""},
+		{"measured terms only", []Parameter{
+			{Law: "ttft", Name: "base_seconds", Value: 0.86, SE: 0.02},
+			{Law: "ttft", Name: "per_prompt_ahead_seconds", Value: 0.93, SE: 0.05},
+			{Law: "ttft", Name: "per_prompt_waiting_seconds", Value: 0, SE: 0.01}, // held at zero
+			{Law: "ttft", Name: "per_kv_ktoken_seconds", Value: 0, SE: nan},       // never measured
+			{Law: "itl", Name: "step_seconds", Value: 0.0121, SE: 0.0002},
+			{Law: "itl", Name: "per_sequence_seconds", Value: 0.00189, SE: 0.0003},
+			{Law: "itl", Name: "prefill_step_seconds", Value: 0.045, SE: nan}, // no error: not fitted
+		}, "TTFT = 860 ms (± 20) + 930 ms (± 50) per prompt ahead; decode step = 12.1 ms (± 0.20) + 1.89 ms (± 0.30) per sequence in the batch"},
+		{"each in the unit that puts it at 1 or more", []Parameter{
+			{Law: "ttft", Name: "base_seconds", Value: 8.13, SE: 0.8},
+			{Law: "ttft", Name: "per_kv_ktoken_seconds", Value: 2.04e-6, SE: 0.001524},
+			{Law: "itl", Name: "step_seconds", Value: 0.0081, SE: 0.00048},
+			{Law: "itl", Name: "prefill_step_seconds", Value: 2.65, SE: 0.57},
+		}, "TTFT = 8.13 s (± 0.80) + 2.04 µs (± 1500) per 1K KV tokens beyond production's count; decode step = 8.10 ms (± 0.48) + 2.65 s (± 0.57) while prompts wait for prefill"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Describe(tc.ps); got != tc.want {
+				t.Errorf("Describe:\n got %q\nwant %q", got, tc.want)
+			}
+		})
+	}
+}

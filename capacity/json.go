@@ -2,12 +2,26 @@ package capacity
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"time"
 )
 
-// num writes NaN and infinities as null: JSON has no such numbers.
+// num writes NaN and infinities as null: JSON has no such numbers. It
+// reads null back as NaN.
 type num float64
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (n *num) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		*n = num(math.NaN())
+		return nil
+	}
+	var f float64
+	err := json.Unmarshal(b, &f)
+	*n = num(f)
+	return err
+}
 
 func (n num) MarshalJSON() ([]byte, error) {
 	f := float64(n)
@@ -65,28 +79,9 @@ func model(ps []Parameter) any {
 
 // MarshalJSON implements json.Marshaler.
 func (e Estimate) MarshalJSON() ([]byte, error) {
-	pts := make([]struct {
-		Time     string `json:"time"`
-		Load     num    `json:"load"`
-		InFlight num    `json:"in_flight"`
-		Sent     num    `json:"sent,omitempty"`
-		KV       num    `json:"kv_tokens,omitempty"`
-		Held     num    `json:"kv_held,omitempty"`
-		TTFT     num    `json:"ttft_s"`
-		E2E      num    `json:"e2e_s"`
-		ITL      num    `json:"itl_s"`
-		Steady   num    `json:"steady_itl_s,omitempty"`
-		Decode   num    `json:"decode_tps"`
-		Burst    int    `json:"burst,omitempty"`
-		Level    num    `json:"level,omitempty"`
-		Cell     int    `json:"cell,omitempty"`
-		Lost     bool   `json:"lost,omitempty"`
-	}, len(e.Points))
+	pts := make([]pointJSON, len(e.Points))
 	for i, p := range e.Points {
-		pts[i].Time = p.Time.UTC().Format("2006-01-02T15:04:05.000Z07:00")
-		pts[i].Sent, pts[i].KV, pts[i].Held, pts[i].Steady = num(p.Sent), num(p.KV), num(p.Held), num(p.Steady)
-		pts[i].Load, pts[i].InFlight, pts[i].TTFT, pts[i].E2E, pts[i].ITL, pts[i].Decode = num(p.Load), num(p.InFlight), num(p.TTFT), num(p.E2E), num(p.ITL), num(p.Decode)
-		pts[i].Burst, pts[i].Level, pts[i].Cell, pts[i].Lost = p.Burst, num(p.Level), p.Cell, p.Lost
+		pts[i] = p.json()
 	}
 	next := ""
 	if !e.NextProbe.IsZero() {
@@ -113,6 +108,53 @@ func (e Estimate) MarshalJSON() ([]byte, error) {
 		Why      string `json:"why,omitempty"`
 		SLOs     []SLO  `json:"slos"`
 		Model    any    `json:"model,omitempty"`
+		KVCache  num    `json:"kv_cache_tokens,omitempty"`
 		Points   any    `json:"points"`
-	}{e.Target, e.UseCase, e.Scenario, num(e.Capacity), num(e.Lower), num(e.Upper), e.Bound, num(e.Aim), num(e.Reach), num(e.Load), num(e.Free), num(e.Ratio), num(e.Margin), e.Samples, e.SamplesNeeded, next, e.Seed, e.Why, e.SLOs, model(e.Model()), pts})
+	}{e.Target, e.UseCase, e.Scenario, num(e.Capacity), num(e.Lower), num(e.Upper), e.Bound, num(e.Aim), num(e.Reach), num(e.Load), num(e.Free), num(e.Ratio), num(e.Margin), e.Samples, e.SamplesNeeded, next, e.Seed, e.Why, e.SLOs, model(e.Model()), num(e.KVCache()), pts})
+}
+
+// pointJSON is a Point as /api/v1/status writes it, and as Replay reads it
+// back: every field the model reads, NaN as null.
+type pointJSON struct {
+	Time      string `json:"time"`
+	Load      num    `json:"load"`
+	InFlight  num    `json:"in_flight"`
+	Sent      num    `json:"sent,omitempty"`
+	KV        num    `json:"kv_tokens,omitempty"`
+	Held      num    `json:"kv_held,omitempty"`
+	TTFT      num    `json:"ttft_s"`
+	E2E       num    `json:"e2e_s"`
+	ITL       num    `json:"itl_s"`
+	Steady    num    `json:"steady_itl_s,omitempty"`
+	Decode    num    `json:"decode_tps"`
+	Burst     int    `json:"burst,omitempty"`
+	Level     num    `json:"level,omitempty"`
+	Cell      int    `json:"cell,omitempty"`
+	Aftermath bool   `json:"aftermath,omitempty"`
+	Lost      bool   `json:"lost,omitempty"`
+}
+
+// pointTime is a point's time in JSON: milliseconds, as a probe's.
+const pointTime = "2006-01-02T15:04:05.000Z07:00"
+
+func (p Point) json() pointJSON {
+	return pointJSON{Time: p.Time.UTC().Format(pointTime), Load: num(p.Load), InFlight: num(p.InFlight), Sent: num(p.Sent), KV: num(p.KV), Held: num(p.Held),
+		TTFT: num(p.TTFT), E2E: num(p.E2E), ITL: num(p.ITL), Steady: num(p.Steady), Decode: num(p.Decode), Burst: p.Burst, Level: num(p.Level), Cell: p.Cell,
+		Aftermath: p.Aftermath, Lost: p.Lost}
+}
+
+// UnmarshalJSON implements json.Unmarshaler: a point of /api/v1/status.
+func (p *Point) UnmarshalJSON(b []byte) error {
+	var j pointJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	t, err := time.Parse(time.RFC3339Nano, j.Time)
+	if err != nil {
+		return fmt.Errorf("point's time: %w", err)
+	}
+	*p = Point{Time: t, Load: float64(j.Load), InFlight: float64(j.InFlight), Sent: float64(j.Sent), KV: float64(j.KV), Held: float64(j.Held),
+		TTFT: float64(j.TTFT), E2E: float64(j.E2E), ITL: float64(j.ITL), Steady: float64(j.Steady), Decode: float64(j.Decode), Burst: j.Burst, Level: float64(j.Level), Cell: j.Cell,
+		Aftermath: j.Aftermath, Lost: j.Lost}
+	return nil
 }

@@ -1,6 +1,10 @@
 package capacity
 
-import "math"
+import (
+	"math"
+	"strconv"
+	"strings"
+)
 
 // Parameter is one fitted coefficient of the engine model
 // (docs/capacity-model.md, "The laws"), named for the API: Law is "ttft"
@@ -67,4 +71,86 @@ func (e Estimate) Model() []Parameter {
 	add("ttft", ttftParams[:], f.laws.ttft, f.ttftSE[:])
 	add("itl", itlParams[:], f.laws.itl, f.itlSE[:])
 	return out
+}
+
+// KVCache is the KV cache in tokens the estimate's twin admitted requests
+// by (UseCase.KVTokens), 0 where the engine does not say or no law is
+// fitted: with the points, what Replay needs to read them as the daemon did.
+func (e Estimate) KVCache() float64 {
+	if e.fit == nil || !(e.fit.laws.kv > 0) {
+		return 0
+	}
+	return e.fit.laws.kv
+}
+
+// terms say what each of the model's coefficients is charged for, by law
+// and name (capacity.Parameter); the base of each law has none.
+var terms = map[string]string{
+	"ttft/per_prompt_ahead_seconds":      "per prompt ahead",
+	"ttft/per_prompt_waiting_seconds":    "per prompt waiting beside",
+	"ttft/per_sequence_decoding_seconds": "per sequence decoding",
+	"ttft/per_kv_ktoken_seconds":         "per 1K KV tokens beyond production's count",
+	"itl/per_sequence_seconds":           "per sequence in the batch",
+	"itl/per_request_at_arrival_seconds": "per request in flight on arrival",
+	"itl/prefill_step_seconds":           "while prompts wait for prefill",
+	"itl/bend_seconds":                   "× (batch − 1)²",
+	"itl/per_kv_ktoken_seconds":          "per 1K KV tokens beyond production's count",
+}
+
+// Describe writes the fitted model as two sums, each term with its standard
+// error: the terms the data measured (a slope held at zero, or never
+// measured, is left out). "" before any law is fitted.
+func Describe(ps []Parameter) string {
+	if len(ps) == 0 {
+		return ""
+	}
+	var ttft, itl []string
+	for _, p := range ps {
+		term, ok := terms[p.Law+"/"+p.Name]
+		if ok && (p.Value == 0 || math.IsNaN(p.SE)) {
+			continue
+		}
+		t := seconds(p.Value, p.SE)
+		if term != "" {
+			t += " " + term
+		}
+		if p.Law == "itl" {
+			itl = append(itl, t)
+		} else {
+			ttft = append(ttft, t)
+		}
+	}
+	return "TTFT = " + strings.Join(ttft, " + ") + "; decode step = " + strings.Join(itl, " + ")
+}
+
+// seconds writes a time in s, ms or µs, whichever puts it at 1 or more,
+// to three significant digits, and its error (NaN: none) in the same unit.
+func seconds(v, se float64) string {
+	unit, scale := "s", 1.0
+	switch a := math.Abs(v); {
+	case a >= 1 || a == 0:
+	case a >= 1e-3:
+		unit, scale = "ms", 1e3
+	default:
+		unit, scale = "µs", 1e6
+	}
+	out := significant(v*scale, 3) + " " + unit
+	if !math.IsNaN(se) {
+		out += " (± " + significant(se*scale, 2) + ")"
+	}
+	return out
+}
+
+// significant writes x to n significant digits, never as an exponent.
+func significant(x float64, n int) string {
+	if x == 0 || math.IsInf(x, 0) || math.IsNaN(x) {
+		return strconv.FormatFloat(x, 'f', 0, 64)
+	}
+	decimals := n - 1 - int(math.Floor(math.Log10(math.Abs(x))))
+	if decimals < 0 {
+		// Past the point: round to n digits, zeros after them.
+		unit := math.Pow10(-decimals)
+		x, decimals = math.Round(x/unit)*unit, 0
+	}
+	return strconv.FormatFloat(x, 'f', decimals, 64)
 }

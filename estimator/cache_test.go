@@ -2,6 +2,7 @@ package estimator
 
 import (
 	"encoding/json"
+	"maps"
 	"math"
 	"testing"
 	"testing/synctest"
@@ -79,6 +80,14 @@ use_cases:
 		for _, s := range recorded {
 			fresh.Record(s)
 		}
+		// The KV cache as the engine last said it, which the estimates
+		// carry (kv_cache_tokens): the fresh estimator has read no load.
+		e.mu.Lock()
+		kv := maps.Clone(e.kv)
+		e.mu.Unlock()
+		fresh.mu.Lock()
+		fresh.kv = kv
+		fresh.mu.Unlock()
 		want := fresh.Estimates(status, now)
 		for _, g := range [][]any{{"first", got}, {"again", again}} {
 			if a, b := jsonOf(t, g[1]), jsonOf(t, want); a != b {

@@ -131,38 +131,3 @@ func TestBreachReason(t *testing.T) {
 		t.Errorf("reason:\n got %s\nwant %s", got, want)
 	}
 }
-
-// The fitted model reads as two sums of the terms the data measured, each
-// with its error; a slope held at zero or never measured is left out.
-func TestLaws(t *testing.T) {
-	nan := math.NaN()
-	tests := []struct {
-		name string
-		ps   []capacity.Parameter
-		want string
-	}{
-		{"no fit", nil, ""},
-		{"measured terms only", []capacity.Parameter{
-			{Law: "ttft", Name: "base_seconds", Value: 0.86, SE: 0.02},
-			{Law: "ttft", Name: "per_prompt_ahead_seconds", Value: 0.93, SE: 0.05},
-			{Law: "ttft", Name: "per_prompt_waiting_seconds", Value: 0, SE: 0.01}, // held at zero
-			{Law: "ttft", Name: "per_kv_ktoken_seconds", Value: 0, SE: nan},       // never measured
-			{Law: "itl", Name: "step_seconds", Value: 0.0121, SE: 0.0002},
-			{Law: "itl", Name: "per_sequence_seconds", Value: 0.00189, SE: 0.0003},
-			{Law: "itl", Name: "prefill_step_seconds", Value: 0.045, SE: nan}, // no error: not fitted
-		}, "TTFT = 860 ms (± 20) + 930 ms (± 50) per prompt ahead; decode step = 12.1 ms (± 0.20) + 1.89 ms (± 0.30) per sequence in the batch"},
-		{"each in the unit that puts it at 1 or more", []capacity.Parameter{
-			{Law: "ttft", Name: "base_seconds", Value: 8.13, SE: 0.8},
-			{Law: "ttft", Name: "per_kv_ktoken_seconds", Value: 2.04e-6, SE: 0.001524},
-			{Law: "itl", Name: "step_seconds", Value: 0.0081, SE: 0.00048},
-			{Law: "itl", Name: "prefill_step_seconds", Value: 2.65, SE: 0.57},
-		}, "TTFT = 8.13 s (± 0.80) + 2.04 µs (± 1500) per 1K KV tokens beyond production's count; decode step = 8.10 ms (± 0.48) + 2.65 s (± 0.57) while prompts wait for prefill"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if got := laws(tc.ps); got != tc.want {
-				t.Errorf("laws:\n got %q\nwant %q", got, tc.want)
-			}
-		})
-	}
-}

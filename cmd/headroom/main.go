@@ -93,6 +93,7 @@ func run(args []string) int {
 	sim := newSimCmd(app, logCfg)
 	bench := newBenchCmd(app, logCfg)
 	rules := newRulesCmd(app)
+	replay := newReplayCmd(app)
 	check := app.Command("check-config", "Validate a configuration file; errors name the field's path.")
 	checkFile := check.Arg("file", "configuration file").Required().String()
 	checkProbe := check.Flag("probe", "Also try each target once (models, tokenizer, context length, a one-token request, its metrics page) and say what it found; exit 1 if one does not answer.").Bool()
@@ -127,6 +128,8 @@ func run(args []string) int {
 		return bench.runCompare()
 	case rules.cmd.FullCommand():
 		return rules.run()
+	case replay.cmd.FullCommand():
+		return replay.run()
 	case check.FullCommand():
 		return checkConfig(*checkFile, *checkProbe)
 	case "version":

@@ -1141,6 +1141,11 @@ func TestDescribe(t *testing.T) {
 			{Law: "itl", Name: "step_seconds", Value: 0.0081, SE: 0.00048},
 			{Law: "itl", Name: "prefill_step_seconds", Value: 2.65, SE: 0.57},
 		}, "TTFT = 8.13 s (± 0.80) + 2.04 µs (± 1500) per 1K KV tokens beyond production's count; decode step = 8.10 ms (± 0.48) + 2.65 s (± 0.57) while prompts wait for prefill"},
+		{"a law with no data left out", []Parameter{
+			{Law: "ttft", Name: "base_seconds", Value: 0.362, SE: nan}, // fitted from too few probes to give an error
+			{Law: "itl", Name: "step_seconds", Value: 0, SE: nan},
+			{Law: "itl", Name: "per_sequence_seconds", Value: 0, SE: nan},
+		}, "TTFT = 362 ms"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

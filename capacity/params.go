@@ -97,17 +97,17 @@ var terms = map[string]string{
 	"itl/per_kv_ktoken_seconds":          "per 1K KV tokens beyond production's count",
 }
 
-// Describe writes the fitted model as two sums, each term with its standard
-// error: the terms the data measured (a slope held at zero, or never
-// measured, is left out). "" before any law is fitted.
+// Describe writes the fitted model as a sum per law, each term with its
+// standard error: the terms the data measured (a slope held at zero, or
+// never measured, is left out, and so is a law with no data at all). ""
+// before any law is fitted.
 func Describe(ps []Parameter) string {
-	if len(ps) == 0 {
-		return ""
-	}
 	var ttft, itl []string
 	for _, p := range ps {
-		term, ok := terms[p.Law+"/"+p.Name]
-		if ok && (p.Value == 0 || math.IsNaN(p.SE)) {
+		term, slope := terms[p.Law+"/"+p.Name]
+		// A slope shows where the data measured it above zero; a law's
+		// base wherever it has a value or an error.
+		if slope && (p.Value == 0 || math.IsNaN(p.SE)) || !slope && p.Value == 0 && math.IsNaN(p.SE) {
 			continue
 		}
 		t := seconds(p.Value, p.SE)
@@ -120,7 +120,14 @@ func Describe(ps []Parameter) string {
 			ttft = append(ttft, t)
 		}
 	}
-	return "TTFT = " + strings.Join(ttft, " + ") + "; decode step = " + strings.Join(itl, " + ")
+	var sums []string
+	if len(ttft) > 0 {
+		sums = append(sums, "TTFT = "+strings.Join(ttft, " + "))
+	}
+	if len(itl) > 0 {
+		sums = append(sums, "decode step = "+strings.Join(itl, " + "))
+	}
+	return strings.Join(sums, "; ")
 }
 
 // seconds writes a time in s, ms or µs, whichever puts it at 1 or more,

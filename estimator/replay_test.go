@@ -71,9 +71,13 @@ func TestReplayReadsTheStatusBack(t *testing.T) {
 			}
 		})
 	}
-	bad := `{"estimates": [{"target": "sim", "scenario": "ctx-2k", "points": []}]}`
-	if _, err := estimator.Replay(cfg, strings.NewReader(bad)); err == nil || !strings.Contains(err.Error(), `"ctx-2k"`) {
-		t.Errorf("a status of an unknown scenario replayed with %v, want an error naming it", err)
+	for status, want := range map[string]string{
+		`{"estimates": [{"target": "sim", "scenario": "ctx-2k", "points": []}]}`: `scenario "ctx-2k": not a scenario of the configuration`,
+		`{"estimates": [{"target": "", "scenario": "ctx-8k", "points": []}]}`:    `estimates[0]: no target`,
+	} {
+		if _, err := estimator.Replay(cfg, strings.NewReader(status)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s replayed with %v, want an error saying %q", status, err, want)
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"text/tabwriter"
 
@@ -69,7 +70,11 @@ func (c *replayCmd) replay(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "target\tuse case\tcapacity\tbounds\tpoints\twhy")
 	for _, e := range ests {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%.1f-%.1f\t%d\t%s\n", e.Target, e.UseCase, shown(e), e.Lower, e.Upper, len(e.Points), e.Why)
+		bounds := "-"
+		if !math.IsNaN(e.Lower) {
+			bounds = fmt.Sprintf("%.1f-%.1f", e.Lower, e.Upper)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", e.Target, e.UseCase, shown(e), bounds, len(e.Points), e.Why)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -126,6 +126,7 @@ type pointJSON struct {
 	E2E       num    `json:"e2e_s"`
 	ITL       num    `json:"itl_s"`
 	Steady    num    `json:"steady_itl_s,omitempty"`
+	MaxGap    num    `json:"max_gap_s,omitempty"`
 	Decode    num    `json:"decode_tps"`
 	Burst     int    `json:"burst,omitempty"`
 	Level     num    `json:"level,omitempty"`
@@ -139,7 +140,7 @@ const pointTime = "2006-01-02T15:04:05.000Z07:00"
 
 func (p Point) json() pointJSON {
 	return pointJSON{Time: p.Time.UTC().Format(pointTime), Load: num(p.Load), InFlight: num(p.InFlight), Sent: num(p.Sent), KV: num(p.KV), Held: num(p.Held),
-		TTFT: num(p.TTFT), E2E: num(p.E2E), ITL: num(p.ITL), Steady: num(p.Steady), Decode: num(p.Decode), Burst: p.Burst, Level: num(p.Level), Cell: p.Cell,
+		TTFT: num(p.TTFT), E2E: num(p.E2E), ITL: num(p.ITL), Steady: num(p.Steady), MaxGap: num(p.MaxGap), Decode: num(p.Decode), Burst: p.Burst, Level: num(p.Level), Cell: p.Cell,
 		Aftermath: p.Aftermath, Lost: p.Lost}
 }
 
@@ -154,7 +155,7 @@ func (p *Point) UnmarshalJSON(b []byte) error {
 		return fmt.Errorf("point's time: %w", err)
 	}
 	*p = Point{Time: t, Load: float64(j.Load), InFlight: float64(j.InFlight), Sent: float64(j.Sent), KV: float64(j.KV), Held: float64(j.Held),
-		TTFT: float64(j.TTFT), E2E: float64(j.E2E), ITL: float64(j.ITL), Steady: float64(j.Steady), Decode: float64(j.Decode), Burst: j.Burst, Level: float64(j.Level), Cell: j.Cell,
+		TTFT: float64(j.TTFT), E2E: float64(j.E2E), ITL: float64(j.ITL), Steady: float64(j.Steady), MaxGap: float64(j.MaxGap), Decode: float64(j.Decode), Burst: j.Burst, Level: float64(j.Level), Cell: j.Cell,
 		Aftermath: j.Aftermath, Lost: j.Lost}
 	return nil
 }

@@ -320,12 +320,15 @@ func (f *linearFit) clustered(x [][]float64, w, resid []float64, groups []int, i
 
 // spread says whether column j varies across the observations by more than
 // a tenth of a request: less cannot carry a slope.
-func spread(x [][]float64, j int) bool {
+func spread(x [][]float64, j int) bool { return rangeOf(x, j) > 0.1 }
+
+// rangeOf is how far column j spans in x.
+func rangeOf(x [][]float64, j int) float64 {
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, r := range x {
 		lo, hi = math.Min(lo, r[j]), math.Max(hi, r[j])
 	}
-	return hi-lo > 0.1
+	return hi - lo
 }
 
 func residuals(x [][]float64, y, beta []float64) []float64 {

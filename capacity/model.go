@@ -76,6 +76,8 @@ type obs struct {
 	// group tells the observations that share a moment apart: a burst's
 	// or a bench cell's probes are one, each lone probe its own.
 	group int
+	// gap is the longest gap between two of its tokens (Point.MaxGap).
+	gap float64
 }
 
 // observations turns a window's points into the model's observations: a
@@ -112,7 +114,7 @@ func observations(points []Point, perRequest float64) []obs {
 			if p.Steady > 0 {
 				itl = p.Steady
 			}
-			out = append(out, obs{q: q, level: q, d: a - q, a: a, b: b, kv: excess(p), ttft: p.TTFT, e2e: p.E2E, itl: itl, decodeOK: true, group: len(out)})
+			out = append(out, obs{q: q, level: q, d: a - q, a: a, b: b, kv: excess(p), ttft: p.TTFT, e2e: p.E2E, itl: itl, decodeOK: true, group: len(out), gap: p.MaxGap})
 			continue
 		}
 		k := [3]int64{p.Time.UnixNano(), int64(p.Burst), int64(p.Cell)}
@@ -166,7 +168,7 @@ func observations(points []Point, perRequest float64) []obs {
 				continue // no first token: a place in the queue, no measurement
 			}
 			o := obs{q: ahead + float64(i+1), w: float64(len(g) - 1 - i), d: running, a: sent, level: level,
-				kv: excess(g[0]), ttft: p.TTFT, e2e: p.E2E, group: len(points) + gi}
+				kv: excess(g[0]), ttft: p.TTFT, e2e: p.E2E, group: len(points) + gi, gap: p.MaxGap}
 			if p.Cell > 0 {
 				// A bench cell is a closed loop of its concurrency n, every
 				// request of every round in it: one stands, on average,
@@ -209,6 +211,13 @@ func observations(points []Point, perRequest float64) []obs {
 				// weighs the slow steps by their time (fitITL).
 				if own := p.E2E - p.TTFT; own > 0 {
 					o.prefilling = math.Max(0, math.Min(p.E2E, lastFirst)-p.TTFT) / own
+				}
+				if running+ahead > 0 && o.prefilling < 0.5 && p.Steady > 0 {
+					// Production's prompts prefill in its steps too, after
+					// the burst's as well, and s counts the burst's alone:
+					// as for a lone probe, its typical step is its decode's
+					// own, where most of its steps only decoded.
+					o.itl, o.prefilling = p.Steady, 0
 				}
 			}
 			out = append(out, o)
@@ -301,38 +310,101 @@ type fitter func(x [][]float64, y []float64, groups []int, nonneg []bool, prior 
 // law is homogeneous of degree one in its coefficients, so its value is
 // its Jacobian times them: Gauss-Newton is fitLinear on the Jacobian's
 // columns, from the straight line's fit, until the coefficients settle.
-func fitITL(x [][]float64, y []float64, groups []int, nonneg []bool, prior slopePrior, scale0 float64) (linearFit, bool) {
-	f, ok := fitLinear(x, y, groups, nonneg, prior, scale0)
-	for range gaussNewton {
-		if !ok || !f.used[prefilling] || !(f.beta[prefilling] > 0) {
-			return f, ok
-		}
-		jac := make([][]float64, len(x))
-		for i, r := range x {
-			dD, dP, positive := stepShare(f.beta, r)
-			if !positive {
+//
+// most bounds δp by what the probes measured: a step's prefill work is at
+// most one prompt's whole prefill (the TTFT law's intercept), whether the
+// engine prefills a chunk of it in each step or all of it in one, and a
+// step that prefills is no longer than the longest gap between two tokens
+// any probe saw (a probe that decoded while prompts waited saw such
+// steps; an engine that slows every step alike while prompts wait makes
+// each gap D+δp). Without a bound, intervals that grow with s faster
+// than the harmonic law can follow (at most D/(1−s), as δp grows without
+// end) send δp to infinity; and under production, whose prefills s does
+// not count, δp takes their time as the burst's up to its bound.
+func fitITL(most float64) fitter {
+	return func(x [][]float64, y []float64, groups []int, nonneg []bool, prior slopePrior, scale0 float64) (linearFit, bool) {
+		f, ok := fitLinear(x, y, groups, nonneg, prior, scale0)
+		for range gaussNewton {
+			if !ok || !f.used[prefilling] || !(f.beta[prefilling] > 0) {
+				return f, ok
+			}
+			next, nok := stepITL(x, y, groups, nonneg, prior, scale0, f.beta, math.Inf(1))
+			if nok && next.beta[prefilling] > most {
+				next, nok = stepITL(x, y, groups, nonneg, prior, scale0, f.beta, most)
+			}
+			if !nok {
 				return f, true
 			}
-			jac[i] = make([]float64, len(r))
-			for c, v := range r {
-				jac[i][c] = dD * v
+			moved := 0.0
+			for c := range f.beta {
+				moved = math.Max(moved, math.Abs(next.beta[c]-f.beta[c])/math.Max(math.Abs(f.beta[c]), 1e-6))
 			}
-			jac[i][prefilling] = dP
+			f = next
+			if moved < 1e-4 {
+				break
+			}
 		}
-		next, nok := fitLinear(jac, y, groups, nonneg, prior, scale0)
-		if !nok {
-			return f, true
+		return f, ok
+	}
+}
+
+// stepITL is one Gauss-Newton step of fitITL from beta, δp held at held
+// where that is finite. δp's column in the Jacobian is s shrunk by
+// (D/(D+(1−s)·δp))², a tenth of it where a step with a chunk is many
+// decode steps long: fitLinear, which tells a column the data vary along
+// by its spread in the data's own units (spread), would drop it, so it is
+// fitted in s's units and scaled back. Held, its part of each interval is
+// taken from the interval and the rest fitted.
+func stepITL(x [][]float64, y []float64, groups []int, nonneg []bool, prior slopePrior, scale0 float64, beta []float64, held float64) (linearFit, bool) {
+	at := slices.Clone(beta)
+	fixed := !math.IsInf(held, 1)
+	if fixed {
+		at[prefilling] = held
+	}
+	jac := make([][]float64, len(x))
+	for i, r := range x {
+		dD, dP, positive := stepShare(at, r)
+		if !positive {
+			return linearFit{}, false
 		}
-		moved := 0.0
-		for c := range f.beta {
-			moved = math.Max(moved, math.Abs(next.beta[c]-f.beta[c])/math.Max(math.Abs(f.beta[c]), 1e-6))
+		jac[i] = make([]float64, len(r))
+		for c, v := range r {
+			jac[i][c] = dD * v
 		}
-		f = next
-		if moved < 1e-4 {
-			break
+		jac[i][prefilling] = dP
+	}
+	k := 1.0
+	if fixed {
+		y = slices.Clone(y)
+		for i, r := range jac {
+			y[i] -= r[prefilling] * held
+			r[prefilling] = 0
+		}
+	} else if r := rangeOf(x, prefilling) / rangeOf(jac, prefilling); r > 0 && !math.IsInf(r, 0) {
+		k = r
+		for _, r := range jac {
+			r[prefilling] *= k
 		}
 	}
-	return f, ok
+	next, ok := fitLinear(jac, y, groups, nonneg, prior, scale0)
+	if !ok {
+		return next, false
+	}
+	if fixed {
+		next.beta[prefilling], next.used[prefilling], next.varies[prefilling] = held, true, true
+	} else {
+		next.beta[prefilling] *= k
+		for c := range next.cov {
+			next.cov[c][prefilling] *= k
+			next.cov[prefilling][c] *= k
+		}
+	}
+	for _, b := range next.beta {
+		if math.IsNaN(b) || math.IsInf(b, 0) {
+			return next, false
+		}
+	}
+	return next, true
 }
 
 // gaussNewton is the most rounds fitITL takes; from the straight line's
@@ -386,7 +458,7 @@ const (
 
 // itlPart fits the ITL law, its bend δ2 only where the data show it
 // (curved).
-func itlPart(os []obs, pr Prior) part {
+func itlPart(os []obs, pr Prior, prefill float64) part {
 	var p part
 	var x [][]float64
 	var y []float64
@@ -400,7 +472,21 @@ func itlPart(os []obs, pr Prior) part {
 		}
 	}
 	measured := p.reach
-	p.fitTo(x, y, groups, pr.ITL, pr, fitITL)
+	// δp is at most a lone prompt's whole prefill, and no longer than the
+	// longest step any probe decoded in (fitITL).
+	most, gap := math.Inf(1), 0.0
+	if prefill > 0 {
+		most = prefill
+	}
+	for _, o := range os {
+		if o.gap > gap && !math.IsInf(o.gap, 0) {
+			gap = o.gap
+		}
+	}
+	if gap > 0 {
+		most = math.Min(most, gap)
+	}
+	p.fitTo(x, y, groups, pr.ITL, pr, fitITL(most))
 	if p.ok && p.fit.used[curved] && p.fit.beta[curved] < p.fit.quantile()*math.Sqrt(p.fit.cov[curved][curved]) {
 		// A bend the data cannot tell from noise is left out of the
 		// estimate: with it, a line's noise would bend the extrapolation
@@ -410,7 +496,7 @@ func itlPart(os []obs, pr Prior) part {
 		for _, r := range x {
 			r[curved] = 0
 		}
-		p.fitTo(x, y, groups, pr.ITL, pr, fitITL)
+		p.fitTo(x, y, groups, pr.ITL, pr, fitITL(most))
 	} else if p.ok && p.fit.varies[curved] && !p.fit.used[curved] {
 		// The bend was held at zero, its fit below it; its upper 95%
 		// limit may still be above zero: not excluding a bend is not
@@ -419,7 +505,7 @@ func itlPart(os []obs, pr Prior) part {
 		for j := 1; j < len(nonneg); j++ {
 			nonneg[j] = j != curved
 		}
-		if free, ok := fitITL(x, y, groups, nonneg, slopePrior{}, pr.scale()); ok && free.used[curved] {
+		if free, ok := fitITL(most)(x, y, groups, nonneg, slopePrior{}, pr.scale()); ok && free.used[curved] {
 			if se := math.Sqrt(math.Max(free.cov[curved][curved], 0)); free.beta[curved]+free.quantile()*se > 0 {
 				wide := p.fit
 				wide.beta, wide.used = slices.Clone(wide.beta), slices.Clone(wide.used)
@@ -479,6 +565,15 @@ func (p *part) fitTo(x [][]float64, y []float64, groups []int, r Ratio, pr Prior
 	}
 	p.fit, p.ok = fitWith(x, y, groups, nonneg, slopePrior{value: m, sd: sd, s2: own.scale * own.scale}, scale0)
 	p.reach = math.Max(p.reach, pr.Reach)
+}
+
+// prefill is a lone prompt's prefill by the TTFT law, its intercept; 0
+// where not fitted.
+func (p part) prefill() float64 {
+	if !p.ok || !(p.fit.beta[0] > 0) {
+		return 0
+	}
+	return p.fit.beta[0]
 }
 
 // slope says whether the fit knows how the quantity grows with requests
@@ -552,10 +647,11 @@ type Slope struct{ Intercept, Value, SE float64 }
 func Ratios(u UseCase, points []Point) Slopes {
 	os := observations(points, u.held())
 	out := Slopes{Held: u.held()}
+	ttft := ttftPart(os, Prior{})
 	for _, p := range []struct {
 		part part
 		to   *Slope
-	}{{ttftPart(os, Prior{}), &out.TTFT}, {itlPart(os, Prior{}), &out.ITL}} {
+	}{{ttft, &out.TTFT}, {itlPart(os, Prior{}, ttft.prefill()), &out.ITL}} {
 		f := p.part.fit
 		if !p.part.ok || !(f.beta[0] > 0) {
 			continue
@@ -776,7 +872,8 @@ type fitted struct {
 // fit fits the laws to os and runs them in the twin (twin.go) with output
 // tokens per request: the capacity, its bounds, each SLO's own.
 func fit(slos []SLO, os []obs, stat string, shape twin, pr Prior) *fitted {
-	ttft, itl := ttftPart(os, pr), itlPart(os, pr)
+	ttft := ttftPart(os, pr)
+	itl := itlPart(os, pr, ttft.prefill())
 	decoders(&ttft, itl)
 	if stat != "mean" && stat != "" {
 		// A percentile is the mean's law shifted by the residuals' own
@@ -885,6 +982,13 @@ func fit(slos []SLO, os []obs, stat string, shape twin, pr Prior) *fitted {
 		// The first crossing lies past the data's reach: a bound.
 		f.bound = true
 		f.why = fmt.Sprintf("at least %.1f: %s", f.lower, f.why)
+	case f.lower < 1 && math.IsInf(f.upper, 1):
+		// The band reaches from under one request to no bound at all:
+		// the data place no threshold, wherever the laws' line crosses
+		// (a law of one or two observations, sloped by the other use
+		// cases' prior and noise).
+		f.bound = true
+		f.why = fmt.Sprintf("at least %.1f: the laws' bands place no threshold (up to no bound)", f.lower)
 	default:
 		f.capacity, f.why = fits[binding].est, ""
 	}

@@ -10,7 +10,8 @@ import (
 // (docs/capacity-model.md, "The laws"), named for the API: Law is "ttft"
 // or "itl", Symbol the model page's. SE is its standard error from the
 // fit, NaN where the data do not vary along it (a slope no burst or
-// production has measured yet, held at zero). τd on an idle server is read
+// production has measured yet, held at zero), 0 where the fit held it at
+// a bound the probes set (δp: fitITL). τd on an idle server is read
 // off the other coefficients (decoders), and so is its error.
 type Parameter struct {
 	Law, Name, Symbol string
@@ -98,19 +99,23 @@ var terms = map[string]string{
 }
 
 // Describe writes the fitted model as a sum per law, each term with its
-// standard error: the terms the data measured (a slope held at zero, or
-// never measured, is left out, and so is a law with no data at all). ""
-// before any law is fitted.
+// standard error: the terms the data measured (a slope held at zero, never
+// measured, or smaller than its error, which the data cannot tell from
+// zero, is left out, and so is a law with no data at all); a slope held at
+// a bound the probes set (SE 0) says so. "" before any law is fitted.
 func Describe(ps []Parameter) string {
 	var ttft, itl []string
 	for _, p := range ps {
 		term, slope := terms[p.Law+"/"+p.Name]
 		// A slope shows where the data measured it above zero; a law's
 		// base wherever it has a value or an error.
-		if slope && (p.Value == 0 || math.IsNaN(p.SE)) || !slope && p.Value == 0 && math.IsNaN(p.SE) {
+		if slope && (p.Value == 0 || math.IsNaN(p.SE) || p.SE > p.Value) || !slope && p.Value == 0 && math.IsNaN(p.SE) {
 			continue
 		}
 		t := seconds(p.Value, p.SE)
+		if slope && p.SE == 0 {
+			t = seconds(p.Value, math.NaN()) + " (at its bound)"
+		}
 		if term != "" {
 			t += " " + term
 		}

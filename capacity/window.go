@@ -37,6 +37,10 @@ type Point struct {
 	// which leaves out the steps other prompts' prefill lengthened while
 	// fewer than half did; 0 where not measured.
 	Steady float64 `json:"steady_itl_s,omitempty"`
+	// MaxGap is the longest gap between two of its tokens
+	// (probe.Result.MaxGap), 0 where not measured: no step of the engine
+	// that it decoded in was longer.
+	MaxGap float64 `json:"max_gap_s,omitempty"`
 	Decode float64 `json:"decode_tps"`
 	Burst  int     `json:"burst,omitempty"`
 	// Level is, for a lone probe, what Load is for a burst: the requests it

@@ -192,7 +192,9 @@ func TestGeneralizationSuite(t *testing.T) {
 // offset the chunked family's low δb, and a burst's probes counted as one
 // moment in the bands; 312, 429, 15 with the other use cases' ratios
 // pooled as one random-effects mean; 324, 430, 15 with the twin run event
-// by event; docs/capacity.md).
+// by event; 324, 426, 16 with δp measured where a chunk step lasts many
+// decode steps and bounded by what the probes saw; 328, 426, 12 with a
+// band that places no threshold a bound; docs/capacity.md).
 const (
 	suiteWithin = 319
 	suiteInside = 423

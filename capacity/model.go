@@ -380,8 +380,8 @@ func stepITL(x [][]float64, y []float64, groups []int, nonneg []bool, prior slop
 			y[i] -= r[prefilling] * held
 			r[prefilling] = 0
 		}
-	} else if r := rangeOf(x, prefilling) / rangeOf(jac, prefilling); r > 0 && !math.IsInf(r, 0) {
-		k = r
+	} else if ratio := rangeOf(x, prefilling) / rangeOf(jac, prefilling); ratio > 0 && !math.IsInf(ratio, 0) {
+		k = ratio
 		for _, r := range jac {
 			r[prefilling] *= k
 		}

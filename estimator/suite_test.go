@@ -194,10 +194,13 @@ func TestGeneralizationSuite(t *testing.T) {
 // pooled as one random-effects mean; 324, 430, 15 with the twin run event
 // by event; 324, 426, 16 with δp measured where a chunk step lasts many
 // decode steps and bounded by what the probes saw; 328, 426, 12 with a
-// band that places no threshold a bound; docs/capacity.md).
+// band that places no threshold a bound; 327, 423, 12 with the twin
+// counting the prompts that come while one waits for prefill, which the
+// arrival-fixed linear law under load does not do: the floor on inside
+// moved with it; docs/capacity.md).
 const (
 	suiteWithin = 319
-	suiteInside = 423
+	suiteInside = 418
 	suiteOff2x  = 18
 )
 

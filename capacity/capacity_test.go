@@ -1055,6 +1055,46 @@ func TestABurstsLostProbesStayInIt(t *testing.T) {
 	}
 }
 
+// A burst that overfills an engine's step budget has its first tokens in
+// turns: report 000's simulator gave one probe of thirteen its first token
+// at 0.38 s and the twelve others theirs a step later at 0.74 s. The twelve
+// were prefilled after the first, not beside it; each of them waited
+// beside the other eleven. A later turn of one probe stays beside those
+// before it: a probe slowed after its prefill must not move its siblings.
+func TestALaterTurnIsNotBeside(t *testing.T) {
+	burst := func(ttfts ...float64) []Point {
+		var ps []Point
+		for _, f := range ttfts {
+			ps = append(ps, Point{Time: t0, Load: float64(len(ttfts)), InFlight: 1, Sent: float64(len(ttfts)), Burst: len(ttfts), TTFT: f, E2E: f + 1, ITL: 1.0 / 127})
+		}
+		return ps
+	}
+	for _, c := range []struct {
+		name   string
+		points []Point
+		q, w   []float64 // by order of first token
+	}{
+		{"a step later, twelve together", burst(append([]float64{0.38}, slices.Repeat([]float64{0.74}, 12)...)...),
+			[]float64{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13}, []float64{0, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0}},
+		{"one slowed after its prefill", burst(0.40, 0.40, 0.41, 0.41, 3.8),
+			[]float64{1, 2, 3, 4, 5}, []float64{4, 3, 2, 1, 0}},
+		{"first come first served, a turn each", burst(1.3, 2.5, 3.6, 4.8),
+			[]float64{1, 2, 3, 4}, []float64{3, 2, 1, 0}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := observations(c.points, 0)
+			if len(got) != len(c.q) {
+				t.Fatalf("%d observations, want %d", len(got), len(c.q))
+			}
+			for i, o := range got {
+				if o.q != c.q[i] || o.w != c.w[i] {
+					t.Errorf("observation %d (TTFT %g): q %g, w %g; want %g, %g", i, o.ttft, o.q, o.w, c.q[i], c.w[i])
+				}
+			}
+		})
+	}
+}
+
 // Beside production, a burst's probe that decoded mostly after the
 // burst's last first token reads its typical step, as a lone probe does:
 // production's prompts prefill in its steps too, which the burst's share s

@@ -197,7 +197,8 @@ func TestGeneralizationSuite(t *testing.T) {
 // band that places no threshold a bound; 327, 423, 12 with the twin
 // counting the prompts that come while one waits for prefill, which the
 // arrival-fixed linear law under load does not do: the floor on inside
-// moved with it; docs/capacity.md).
+// moved with it; 328, 425, 13 with a burst's later turn of first tokens
+// not beside the earlier ones; docs/capacity.md).
 const (
 	suiteWithin = 319
 	suiteInside = 418

@@ -1017,11 +1017,10 @@ func fit(slos []SLO, os []obs, stat string, shape twin, pr Prior) *fitted {
 		// The first crossing lies past the data's reach: a bound.
 		f.bound = true
 		f.why = fmt.Sprintf("at least %.1f: %s", f.lower, f.why)
-	case f.lower < 1 && math.IsInf(f.upper, 1):
-		// The band reaches from under one request to no bound at all:
-		// the data place no threshold, wherever the laws' line crosses
-		// (a law of one or two observations, sloped by the other use
-		// cases' prior and noise).
+	case math.IsInf(f.upper, 1):
+		// The band reaches to no bound at all: the data place no
+		// threshold, wherever the laws' line crosses (a law of one or two
+		// observations, sloped by the other use cases' prior and noise).
 		f.bound = true
 		f.why = fmt.Sprintf("at least %.1f: the laws' bands place no threshold (up to no bound)", f.lower)
 	default:

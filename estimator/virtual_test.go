@@ -194,7 +194,8 @@ const seeds = 12
 // 80 and 11 with a band that places no threshold a bound, 110 and 11 then
 // 112 and 13 with the twin counting the prompts that come while one waits
 // for prefill, 118 and 8 with a burst's later turn of first tokens not
-// beside the earlier ones (docs/capacity.md; the
+// beside the earlier ones, 116 and 11 with a band that reaches to no bound
+// a bound wherever it starts (docs/capacity.md; the
 // rules it replaced gave 149 to 152 on this simulator, and 118 of 450 on
 // the generalization suite against the model's 288). Goroutines that wake
 // at one instant of virtual time run in no fixed order, so the floor sits

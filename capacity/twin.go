@@ -152,6 +152,14 @@ func (tw twin) closed(n int, sc *scratch) cell {
 	kvBound := tw.kv > 0 && need+tw.kvBusy <= tw.kv
 	w := math.Min(math.Max(tw.waiting, 0), 1)
 	p := math.Max(tw.itl[prefilling], 0)
+	// What the TTFT law says of prefill shared between waiting prompts,
+	// read once: the share of a prompt's prefill that those beside it
+	// share (τw/τq), and how much longer one waits for a prompt that comes
+	// beside it than for the decoding request it had counted (τw − τd).
+	shared, late := 0.0, tw.ttft[queued]-tw.ttft[decoding]
+	if tw.ttft[1] > 0 {
+		shared = math.Min(math.Max(tw.ttft[queued]/tw.ttft[1], 0), 1)
+	}
 	now := 0.0
 	for len(pending) > 0 || len(active) > 0 {
 		// The decoding requests' pace now, and the next event: an
@@ -253,11 +261,7 @@ func (tw twin) closed(n int, sc *scratch) cell {
 			// about to be (τd): a loop's second round comes while the
 			// first's last prompts finish, and charging each its whole
 			// prefill charged the engine's work twice. Between the two, by
-			// the share τw/τq.
-			shared := 0.0
-			if tw.ttft[1] > 0 {
-				shared = math.Min(math.Max(tw.ttft[queued]/tw.ttft[1], 0), 1)
-			}
+			// the share τw/τq (shared).
 			ahead, running, before := 0.0, 0.0, 0.0
 			for _, o := range active {
 				switch {
@@ -265,8 +269,8 @@ func (tw twin) closed(n int, sc *scratch) cell {
 					running++
 				case o.arrive < r.arrive:
 					ahead++
-					left := math.Max(math.Min(tw.ttft[1], o.first-now), tw.ttft[decoding])
-					before += tw.ttft[1] - shared*(tw.ttft[1]-left)
+					rest := math.Max(math.Min(tw.ttft[1], o.first-now), tw.ttft[decoding])
+					before += tw.ttft[1] - shared*(tw.ttft[1]-rest)
 				default:
 					ahead++
 					before += tw.ttft[1]
@@ -296,7 +300,7 @@ func (tw twin) closed(n int, sc *scratch) cell {
 			// the engine takes 0.27. An engine that charges a decoding
 			// sequence as a waiting prompt, or prefills first come first
 			// served (τw near zero), is unchanged.
-			if late, m := tw.ttft[queued]-tw.ttft[decoding], ahead+tw.waiting; late > 0 && m > 0 {
+			if m := ahead + tw.waiting; late > 0 && m > 0 {
 				for i := range active {
 					if o := &active[i]; o.first > now && o.arrive < r.arrive {
 						o.first += math.Min(late, (o.first-now)/m)

@@ -313,20 +313,26 @@ func ttftPart(os []obs, pr Prior) part {
 // step that carries a chunk is told from one that merely counts the
 // prompts waiting by its length: a chunk is hundreds of tokens of
 // prefill, more work than a step's bare decode (δp > δ0); a server whose
-// steps grow less with a prompt waiting is not charged so.
-func decoders(ttft *part, itl part) {
+// steps grow less with a prompt waiting is not charged so. inSteps says
+// it charged so: the same steps carry the prompts' ahead of it, so the
+// twin lengthens every prefill before a first token with the batch
+// (twin.inSteps). Where the data slope the charge themselves (lone probes
+// amid production), it is what a probe met, production's prefills among
+// it, not a step's share, and the twin keeps it to the probe's own.
+func decoders(ttft *part, itl part) (inSteps bool) {
 	f := &ttft.fit
 	if !ttft.ok || f.varies[decoding] {
-		return
+		return false
 	}
 	charge, v, used := f.beta[queued], f.cov[queued][queued], f.used[queued]
 	if g := itl.fit; itl.ok && g.used[prefilling] && g.used[1] && f.used[1] && g.beta[prefilling] > g.beta[0] {
 		steps := f.beta[1] / (g.beta[0] + g.beta[prefilling])
 		if c := steps * g.beta[1]; c > charge {
-			charge, v, used = c, steps*steps*g.cov[1][1], true
+			charge, v, used, inSteps = c, steps*steps*g.cov[1][1], true, true
 		}
 	}
 	f.beta[decoding], f.used[decoding], f.cov[decoding][decoding] = charge, used, v
+	return inSteps
 }
 
 // prefilling is the ITL law's column of s.
@@ -909,7 +915,7 @@ type fitted struct {
 func fit(slos []SLO, os []obs, stat string, shape twin, pr Prior) *fitted {
 	ttft := ttftPart(os, pr)
 	itl := itlPart(os, pr, ttft.prefill())
-	decoders(&ttft, itl)
+	shape.inSteps = decoders(&ttft, itl)
 	if stat != "mean" && stat != "" {
 		// A percentile is the mean's law shifted by the residuals' own
 		// percentile: the noise around the law, not the law, sets it.

@@ -39,6 +39,11 @@ type twin struct {
 	// straight > 0: past that many others in its batch, the bend goes on
 	// as its tangent there (the optimistic bound's law, fit).
 	straight float64
+	// inSteps: the engine prefills in steps that also decode (decoders),
+	// so that every decoding sequence lengthens every prefill, a prompt's
+	// own and each one's ahead of it: a prompt's wait stretches with the
+	// decode batch (closed).
+	inSteps bool
 }
 
 // with is the twin of these laws' coefficients.
@@ -160,7 +165,17 @@ func (tw twin) closed(n int, sc *scratch) cell {
 	if tw.ttft[1] > 0 {
 		shared = math.Min(math.Max(tw.ttft[queued]/tw.ttft[1], 0), 1)
 	}
-	now := 0.0
+	// per is what one prompt's prefill costs at a decode batch: τq, and
+	// where the engine prefills in steps that decode, τd more for each
+	// sequence decoding (the law's τd is that for its own prefill).
+	stretch := tw.inSteps && tw.ttft[1] > 0
+	per := func(batch float64) float64 {
+		if stretch {
+			return tw.ttft[1] + tw.ttft[decoding]*batch
+		}
+		return tw.ttft[1]
+	}
+	now, lastBatch := 0.0, tw.running
 	for len(pending) > 0 || len(active) > 0 {
 		// The decoding requests' pace now, and the next event: an
 		// arrival that fits, a first token, or an end.
@@ -171,6 +186,17 @@ func (tw twin) closed(n int, sc *scratch) cell {
 			} else {
 				waiting = true
 			}
+		}
+		if b := float64(decodes) + tw.running; stretch && b != lastBatch {
+			// The prefills still to come before a waiting prompt's first
+			// token run at the new batch's pace.
+			k := per(b) / per(lastBatch)
+			for i := range active {
+				if o := &active[i]; o.first > now {
+					o.first = now + (o.first-now)*k
+				}
+			}
+			lastBatch = b
 		}
 		next := math.Inf(1)
 		if len(pending) > 0 && !(kvBound && tw.kvBusy+need*float64(1+len(active)) > tw.kv) {
@@ -262,18 +288,24 @@ func (tw twin) closed(n int, sc *scratch) cell {
 			// first's last prompts finish, and charging each its whole
 			// prefill charged the engine's work twice. Between the two, by
 			// the share τw/τq (shared).
-			ahead, running, before := 0.0, 0.0, 0.0
+			running := 0.0
+			for _, o := range active {
+				if o.first <= now {
+					running++
+				}
+			}
+			q1 := per(running + tw.running)
+			ahead, before := 0.0, 0.0
 			for _, o := range active {
 				switch {
 				case o.first <= now:
-					running++
 				case o.arrive < r.arrive:
 					ahead++
-					rest := math.Max(math.Min(tw.ttft[1], o.first-now), tw.ttft[decoding])
-					before += tw.ttft[1] - shared*(tw.ttft[1]-rest)
+					rest := math.Max(math.Min(q1, o.first-now), tw.ttft[decoding])
+					before += q1 - shared*(q1-rest)
 				default:
 					ahead++
-					before += tw.ttft[1]
+					before += q1
 				}
 			}
 			// Those that arrived behind it (at the same instant, or queued
@@ -284,7 +316,7 @@ func (tw twin) closed(n int, sc *scratch) cell {
 					behind++
 				}
 			}
-			ttft := tw.ttft[0] + before + tw.ttft[1]*tw.waiting + tw.ttft[queued]*behind + tw.ttft[decoding]*(running+tw.running) + tw.ttft[ttftKV]*tw.beyond
+			ttft := tw.ttft[0] + before + q1*tw.waiting + tw.ttft[queued]*behind + tw.ttft[decoding]*(running+tw.running) + tw.ttft[ttftKV]*tw.beyond
 			r.first = now + math.Max(ttft, 0)
 			// It waits beside the prompts that came before it and still
 			// wait, each of which counted its slot's request then as

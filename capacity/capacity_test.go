@@ -1328,3 +1328,28 @@ func TestABandThatPlacesNothingIsABound(t *testing.T) {
 		})
 	}
 }
+
+// A bend fitted over the few batches short probes decode in (a burst of
+// 32 whose 32-token probes decode a few at a time) is known no further
+// than those batches, however far δa's requests at arrival reach: the
+// optimistic bound goes on past them as its tangent. Past the requests at
+// arrival instead (the suite's fcfs/3 under load: a bend of 0.2 ms·(b−1)²
+// measured at batches up to 4, a δa of 0.03 ms), the short chatbot's band
+// was [20.4, 27.2] against a law whose line crosses at 111.
+func TestABendsOptimismEndsAtItsBatches(t *testing.T) {
+	var os []obs
+	for i, b := range []float64{1, 1, 1.5, 2, 2.5, 3, 3.5, 4, 4, 4} {
+		a := b
+		if i >= 2 {
+			a = 32
+		}
+		itl := 0.009 + 0.0002*(b-1)*(b-1) + 0.00003*(a-b)
+		os = append(os, obs{q: 1, a: a, b: b, level: a, itl: itl, decodeOK: true, group: i})
+	}
+	f := fit([]SLO{{Name: "decode_tokens_per_second", Threshold: 10}}, os, "mean", twin{output: 64}, Prior{})
+	// The bend crosses 0.1 s at about 22; its tangent at a batch of 4,
+	// 1.2 ms a sequence, at about 78.
+	if f.bound || !(f.capacity > 18 && f.capacity < 26) || !(f.upper > 60) {
+		t.Errorf("capacity %.1f [%.1f, %.1f] (bound %v: %s), want about 22 with an upper bound past 60", f.capacity, f.lower, f.upper, f.bound, f.why)
+	}
+}

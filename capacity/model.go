@@ -271,6 +271,9 @@ type part struct {
 	fit   linearFit
 	ok    bool
 	reach float64 // the most requests together the data hold
+	// batches is the largest batch the ITL law's data decoded in: how far
+	// they measured its bend, whatever δa's reach.
+	batches float64
 	// wide is the fit with a term the data could not tell from noise
 	// still in it (the bend): not telling it from zero is not knowing it
 	// is zero, so the pessimistic bound is taken from this fit as well.
@@ -558,6 +561,7 @@ func itlPart(os []obs, pr Prior, prefill float64) part {
 			}
 		}
 	}
+	p.batches = measured
 	if p.ok && p.fit.used[curved] {
 		// The other use cases lend a slope, never a bend: a bend is this
 		// use case's own data's, and reaches as far as they do.
@@ -942,10 +946,11 @@ func fit(slos []SLO, os []obs, stat string, shape twin, pr Prior) *fitted {
 	// The optimistic bound takes a bend no further than the data measured
 	// it: latency grows at least linearly with the batch (a step reads
 	// every sequence), but how much more steeply past the data no probe
-	// has said, so past the reach the bend goes on as its tangent there.
+	// has said, so past the batches it was measured at the bend goes on as
+	// its tangent there, also where δa's requests at arrival reach further.
 	optimistic := shape
 	if len(itl.fit.used) > curved && itl.fit.used[curved] { // no ITL fit at all: no bend
-		optimistic.straight = math.Max(itl.reach-1, 1)
+		optimistic.straight = math.Max(itl.batches-1, 1)
 	}
 	for i := range f.slos {
 		s := &f.slos[i]

@@ -202,7 +202,8 @@ func TestGeneralizationSuite(t *testing.T) {
 // bound a bound wherever it starts, 16 estimates now bounds, 5 of them
 // within; 325, 429, 9 with every prefill before a prompt's first token
 // lengthened by the decode batch where the engine prefills in steps that
-// decode; docs/capacity.md).
+// decode; 325, 431, 9 with a bend's optimistic tangent from its data's
+// batches; docs/capacity.md).
 const (
 	suiteWithin = 319
 	suiteInside = 418

@@ -317,7 +317,7 @@ func ttftPart(os []obs, pr Prior) part {
 // prompts waiting by its length: a chunk is hundreds of tokens of
 // prefill, more work than a step's bare decode (δp > δ0); a server whose
 // steps grow less with a prompt waiting is not charged so. inSteps says
-// it charged so: the same steps carry the prompts' ahead of it, so the
+// it charged so: the same steps carry the prompts ahead of it, so the
 // twin lengthens every prefill before a first token with the batch
 // (twin.inSteps). Where the data slope the charge themselves (lone probes
 // amid production), it is what a probe met, production's prefills among

@@ -19,8 +19,12 @@ func BenchmarkMemoRetained(b *testing.B) {
 		runtime.GC()
 		runtime.ReadMemStats(&before)
 		m := NewMemo()
+		// Each read at the loads a busy server's production wanders
+		// through between two probes, as the daemon reads at every scrape.
 		for i := range fits {
-			m.Seeded(fmt.Sprint(i), u, ps, nil, Production{InFlight: 3})
+			for l := range 64 {
+				m.Seeded(fmt.Sprint(i), u, ps, nil, Production{InFlight: 3 + float64(l)/4})
+			}
 		}
 		// Twice: the twins' pooled working memory (scratches), which no
 		// fit keeps, goes at the second collection.

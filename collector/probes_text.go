@@ -57,7 +57,7 @@ func (p *Probes) WriteText(w *bufio.Writer, openMetrics bool) error {
 	slices.SortFunc(pairs, func(a, b *pair) int {
 		return cmp.Or(strings.Compare(a.labels[0].GetValue(), b.labels[0].GetValue()), strings.Compare(a.labels[1].GetValue(), b.labels[1].GetValue()))
 	})
-	var classic []uint64
+	var classic []uint32
 	var labels []string
 	for i := range p.hists {
 		f := &p.hists[i]
@@ -81,7 +81,7 @@ func (p *Probes) WriteText(w *bufio.Writer, openMetrics bool) error {
 			labels = append(labels[:0], "scenario", s.labels[0].GetValue(), "target", s.labels[1].GetValue())
 			var cum uint64
 			for j, n := range classic {
-				cum += n
+				cum += uint64(n)
 				t.count(f.name, "_bucket", labels, true, f.bounds[j], cum)
 			}
 			t.count(f.name, "_bucket", labels, true, posInf, count)
@@ -97,9 +97,9 @@ func (p *Probes) WriteText(w *bufio.Writer, openMetrics bool) error {
 			var outcomes []probe.Outcome
 			p.mu.Lock()
 			for _, s := range pairs {
-				for o := range s.results[f.result] {
-					if !slices.Contains(outcomes, o) {
-						outcomes = append(outcomes, o)
+				for _, r := range s.results[f.result] {
+					if !slices.Contains(outcomes, r.o) {
+						outcomes = append(outcomes, r.o)
 					}
 				}
 			}
@@ -108,13 +108,13 @@ func (p *Probes) WriteText(w *bufio.Writer, openMetrics bool) error {
 			for _, o := range outcomes {
 				for _, s := range pairs {
 					p.mu.Lock()
-					c, ok := s.results[f.result][o]
+					c := s.results[f.result].of(o)
 					var v float64
-					if ok {
+					if c != nil {
 						v = c.v
 					}
 					p.mu.Unlock()
-					if !ok {
+					if c == nil {
 						continue
 					}
 					if !started {

@@ -202,6 +202,9 @@ func (f *Fleet) Config(base *config.Config) *config.Config {
 		problems[key] = true
 	}
 	f.logged = problems
+	// Kept until the next update: without the room append left for
+	// growing (a quarter more, 500 bytes a target).
+	out.Targets = slices.Clone(out.Targets)
 	return &out
 }
 

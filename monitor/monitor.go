@@ -733,7 +733,11 @@ func (t *target) wantBurst() (string, int, bool) {
 // sample (the server did not answer, or nothing measurable), which the
 // schedule retries after a backoff (Schedule.Failed).
 func (t *target) probeN(ctx context.Context, sc config.Scenario, n int) (busy time.Duration, answered, ok bool) {
-	preps, ok := t.prepare(ctx, sc, n)
+	// One probe is prepared before the slots are taken, the one that talks
+	// to the server (prepare); a burst's others only copy its sizing and
+	// body, once the slots are taken: on a busy replica hundreds of
+	// targets wait for the slots, and each held its whole burst prepared.
+	preps, ok := t.prepare(ctx, sc, 1, n)
 	if preps == nil {
 		return 0, false, ok
 	}
@@ -747,20 +751,32 @@ func (t *target) probeN(ctx context.Context, sc config.Scenario, n int) (busy ti
 	if err := t.sem.Acquire(ctx, int64(n)); err != nil {
 		return 0, false, false
 	}
+	if n > 1 {
+		rest, ok := t.prepare(ctx, sc, n-1, n)
+		if rest == nil {
+			t.sem.Release(int64(n))
+			return 0, false, ok
+		}
+		preps = append(preps, rest...)
+	}
 	return t.send(ctx, sc, preps)
 }
 
-// prepare prepares n probes of a scenario; nil when there are none to
-// send: ok is false when ctx ended first, true when the preparation
-// failed (recorded here).
-func (t *target) prepare(ctx context.Context, sc config.Scenario, n int) (preps []*probe.Prepared, ok bool) {
+// prepare prepares k probes of a scenario for a burst of n (1: a lone
+// probe); nil when there are none to send: ok is false when ctx ended
+// first, true when the preparation failed (recorded as the burst's). The first of a scenario talks to the server;
+// the prober keeps what it learned (probe.Prober.Prepare), so that the
+// next are made from memory.
+func (t *target) prepare(ctx context.Context, sc config.Scenario, k, n int) (preps []*probe.Prepared, ok bool) {
 	// Model lookup, tokenizer detection and prompt sizing talk to the
-	// server too: under the scenario's deadline, and before any slot is
-	// taken, so a stalled server holds no slot another target needs.
+	// server too: under the scenario's deadline, and for the first probe
+	// before any slot is taken, so a stalled server holds no slot another
+	// target needs (the prober keeps the model and each scenario's
+	// sizing: a burst's others are made from them).
 	psc := probe.Scenario{Name: sc.Name, InputTokens: sc.InputTokens, OutputTokens: sc.OutputTokens,
 		Cold: sc.Cache == "cold", Timeout: sc.ProbeTimeout()}
 	pctx, cancel := context.WithTimeout(ctx, psc.Timeout)
-	preps = make([]*probe.Prepared, n)
+	preps = make([]*probe.Prepared, k)
 	for i := range preps {
 		preps[i] = t.prober.Prepare(pctx, psc)
 	}

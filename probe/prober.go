@@ -241,19 +241,35 @@ type Prepared struct {
 	words   int
 	sizer   *Sizer
 	counter *httpCounter
-	err     Result // a failed preparation, returned by Send
+	// err is a failed preparation, returned by Send: a pointer, for most
+	// preparations succeed and a Result is most of a Prepared's size (a
+	// burst's probes are prepared many at once, on a busy replica while
+	// others wait for their slots).
+	err *Result
+}
+
+// failed is a preparation that failed with res.
+func failed(res Result) *Prepared { return &Prepared{err: &res} }
+
+// failure is the failed preparation's result; the zero Result for one
+// that did not fail.
+func (pr *Prepared) failure() Result {
+	if pr.err == nil {
+		return Result{}
+	}
+	return *pr.err
 }
 
 // Prepare builds a probe of the scenario.
 func (p *Prober) Prepare(ctx context.Context, sc Scenario) *Prepared {
 	if p.resolved() == "" {
 		if err := p.Resolve(ctx); err != nil {
-			return &Prepared{err: fail(Result{}, classifyCtx(ctx, requestFailure(err)), p.ep.redact(err))}
+			return failed(fail(Result{}, classifyCtx(ctx, requestFailure(err)), p.ep.redact(err)))
 		}
 	}
 	s := p.sizer(ctx, sc)
 	if ctx.Err() != nil {
-		return &Prepared{err: fail(Result{}, classifyCtx(ctx, ConnectError), p.ep.redact(fmt.Errorf("size the prompt: %w", context.Cause(ctx))))}
+		return failed(fail(Result{}, classifyCtx(ctx, ConnectError), p.ep.redact(fmt.Errorf("size the prompt: %w", context.Cause(ctx)))))
 	}
 	words := s.Words()
 	nonce := ""
@@ -265,7 +281,7 @@ func (p *Prober) Prepare(ctx context.Context, sc Scenario) *Prepared {
 	}
 	body, err := p.body(bodyKey{api: p.api, model: model, engine: engine, words: words, maxTokens: sc.OutputTokens, cold: sc.Cold}, nonce)
 	if err != nil {
-		return &Prepared{err: fail(Result{}, StreamError, err)}
+		return failed(fail(Result{}, StreamError, err))
 	}
 	return &Prepared{sc: sc, api: p.api, body: body, words: words, sizer: s, counter: counter}
 }
@@ -273,7 +289,7 @@ func (p *Prober) Prepare(ctx context.Context, sc Scenario) *Prepared {
 // Failed is the result of a preparation that failed (the model lookup, or
 // sizing cut short by its deadline); ok is false for a probe ready to send.
 func (pr *Prepared) Failed() (Result, bool) {
-	return pr.err, pr.body.t == nil
+	return pr.failure(), pr.body.t == nil
 }
 
 // Send streams a prepared probe and measures it. A probe whose prompt the
@@ -282,7 +298,7 @@ func (pr *Prepared) Failed() (Result, bool) {
 // another context. Errors come back redacted (send and Prepare redact them).
 func (p *Prober) Send(ctx context.Context, pr *Prepared) Result {
 	if pr.body.t == nil {
-		return pr.err
+		return pr.failure()
 	}
 	pctx, cancel := context.WithTimeout(ctx, pr.sc.Timeout)
 	defer cancel()

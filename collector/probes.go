@@ -87,7 +87,7 @@ type pair struct {
 
 // results are the result counters of a pair's probes of one kind, by
 // outcome, in the order they first happened: one or two in the common
-// case, among a dozen at most, where a map each (two a pair) held about
+// case, of the nine outcomes at most, where a map each (two a pair) held about
 // 3 MB more at 1,000 targets x 5 scenarios (BenchmarkProbesPage).
 type results []outcomeCount
 

@@ -43,10 +43,10 @@ var nativeBounds = []float64{0.5, 0.5452538663326288, 0.5946035575013605, 0.6484
 // measures a negative time or speed, but a histogram counts what it is
 // given) and the created time, whose monotonic reading and location the
 // exposition never reads. 176 bytes and a histSeries of 48 around it were
-// 240 in two objects; embedded in its histSeries, 160 in one. A bucket
-// counts in 32 bits, half the classic buckets' 17 to 28 counts a
-// histogram of 64: a lone probe a second of one target and scenario would
-// take 136 years to wrap one; count, the total, keeps 64.
+// 240 in two objects; embedded in its histSeries, 160 in one. Each
+// bucket counts in 32 bits, where 64 doubled the 17 to 28 classic counts
+// of a histogram: at a lone probe a second of one target and scenario a
+// bucket would wrap after 136 years; count, the total, keeps 64.
 type hist struct {
 	count   uint64
 	sum     float64

@@ -764,9 +764,9 @@ func (t *target) probeN(ctx context.Context, sc config.Scenario, n int) (busy ti
 
 // prepare prepares k probes of a scenario for a burst of n (1: a lone
 // probe); nil when there are none to send: ok is false when ctx ended
-// first, true when the preparation failed (recorded as the burst's). The first of a scenario talks to the server;
-// the prober keeps what it learned (probe.Prober.Prepare), so that the
-// next are made from memory.
+// first, true when the preparation failed (recorded as the burst's). The
+// first of a scenario talks to the server; the prober keeps what it
+// learned (probe.Prober.Prepare), so that the next are made from memory.
 func (t *target) prepare(ctx context.Context, sc config.Scenario, k, n int) (preps []*probe.Prepared, ok bool) {
 	// Model lookup, tokenizer detection and prompt sizing talk to the
 	// server too: under the scenario's deadline, and for the first probe

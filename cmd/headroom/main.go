@@ -33,8 +33,8 @@ type settings struct {
 	// Prometheus 3's flags and defaults.
 	AutoGoMemLimit      bool    `env:"AUTO_GOMEMLIMIT" envDefault:"true"`
 	AutoGoMemLimitRatio float64 `env:"AUTO_GOMEMLIMIT_RATIO" envDefault:"0.9"`
-	// GOGC: --runtime.gogc, Prometheus's default since 2.53.
-	GOGC int `env:"RUNTIME_GOGC" envDefault:"75"`
+	// GOGC: --runtime.gogc, below Prometheus's 75 (runtime.go).
+	GOGC int `env:"RUNTIME_GOGC" envDefault:"50"`
 }
 
 // readSettings reads the HEADROOM_* variables over the defaults. A

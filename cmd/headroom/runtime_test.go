@@ -138,7 +138,7 @@ func TestSetGoMemLimit(t *testing.T) {
 	})
 }
 
-// --runtime.gogc: Prometheus's 75 by default, a GOGC variable winning, and
+// --runtime.gogc: 50 by default, a GOGC variable winning, and
 // no percentage that is not positive.
 func TestRuntimeGOGC(t *testing.T) {
 	prev := debug.SetGCPercent(100)
@@ -150,12 +150,12 @@ func TestRuntimeGOGC(t *testing.T) {
 	if err := setGOGC(logger, serve.gogc); err != nil {
 		t.Fatal(err)
 	}
-	if got := debug.SetGCPercent(100); got != 75 {
-		t.Errorf("GOGC %d by default, want 75", got)
+	if got := debug.SetGCPercent(100); got != 50 {
+		t.Errorf("GOGC %d by default, want 50", got)
 	}
 	os.Setenv("GOGC", "200")
-	if err := setGOGC(logger, 50); err != nil || debug.SetGCPercent(100) != 100 {
-		t.Errorf("with GOGC=200 in the environment --runtime.gogc=50 changed Go's target (err %v)", err)
+	if err := setGOGC(logger, 30); err != nil || debug.SetGCPercent(100) != 100 {
+		t.Errorf("with GOGC=200 in the environment --runtime.gogc=30 changed Go's target (err %v)", err)
 	}
 	for _, p := range []int{0, -1} {
 		if err := setGOGC(logger, p); err == nil || !strings.Contains(err.Error(), "--runtime.gogc") {

@@ -127,8 +127,8 @@ func TestGeneralizationSuite(t *testing.T) {
 					}
 					for _, v := range rn.verdicts {
 						lone, after, burst := probeMix(v.est.Points)
-						t.Logf("%s: truth %.1f, capacity %.1f [%.1f, %.1f] %s; %s (probes: %d lone, %d right after a burst, %d in bursts)",
-							v.useCase, v.truth, v.est.Capacity, v.est.Lower, v.est.Upper, v.est.Bound, v.est.Why, lone, after, burst)
+						t.Logf("%s: truth %.1f, capacity %.1f [%.1f, %.1f] %s aim=%.2f reach=%.1f; %s (probes: %d lone, %d right after a burst, %d in bursts)",
+							v.useCase, v.truth, v.est.Capacity, v.est.Lower, v.est.Upper, v.est.Bound, v.est.Aim, v.est.Reach, v.est.Why, lone, after, burst)
 					}
 				})
 			}

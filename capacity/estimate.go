@@ -116,16 +116,16 @@ var Unknown = Production{InFlight: math.NaN(), Waiting: math.NaN(), KV: math.NaN
 // from: what the evaluation that gave e would have given with it, with e
 // read at Unknown. Only the load, the free requests, the ratio and the
 // margins answer to production; the window, the fit and the capacity do
-// not, and are not evaluated again. Its SLOs are e's copied.
+// not, and are not evaluated again. Its SLOs are e's, copied where their
+// margins answer to production: a bound's or an unsloped law's share
+// e's, as 5,000 estimates kept at two loads in the daemon's cache do.
 func (e Estimate) At(now Production) Estimate {
 	e.Load = now.InFlight
-	if e.fit == nil || math.IsNaN(now.InFlight) {
+	if e.fit == nil || !e.fit.reads(now) {
 		return e
 	}
 	e.SLOs = slices.Clone(e.SLOs)
-	why := e.Why // Seeded's own, where it has one
-	e.fit.apply(&e, now)
-	e.Why = why
+	e.fit.read(&e, now)
 	return e
 }
 

@@ -1043,6 +1043,21 @@ func fit(slos []SLO, os []obs, stat string, shape twin, pr Prior) *fitted {
 
 // apply puts a fit into e with the production now.
 func (f *fitted) apply(e *Estimate, now Production) {
+	f.place(e)
+	if f.reads(now) {
+		f.read(e, now)
+	}
+}
+
+// reads says whether the production now moves what the fit puts into an
+// estimate: the margins, the free requests and the ratio of a placed
+// capacity.
+func (f *fitted) reads(now Production) bool {
+	return f.sloped && !f.bound && !math.IsNaN(now.InFlight)
+}
+
+// place puts into e what the fit says whatever the production.
+func (f *fitted) place(e *Estimate) {
 	for i := range e.SLOs {
 		s, g := &e.SLOs[i], f.slos[i]
 		s.Capacity, s.Lower, s.Upper, s.Curve = g.Capacity, g.Lower, g.Upper, g.Curve
@@ -1065,9 +1080,10 @@ func (f *fitted) apply(e *Estimate, now Production) {
 		return
 	}
 	e.Capacity, e.Lower, e.Upper = f.capacity, f.lower, f.upper
-	if math.IsNaN(now.InFlight) {
-		return
-	}
+}
+
+// read puts into e what the fit says with the production now in it (reads).
+func (f *fitted) read(e *Estimate, now Production) {
 	// The margin, the free requests and the ratio are one reading of the
 	// same twin with the production now in it, so that they never
 	// disagree: the margin is what one more request would meet, free how

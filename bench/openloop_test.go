@@ -94,18 +94,27 @@ func TestOpenLoopHoldsRate(t *testing.T) {
 			if len(c.Requests) != 100 || c.SuccessRate != 1 {
 				t.Fatalf("%d requests, success %.2f", len(c.Requests), c.SuccessRate)
 			}
-			slow := 0
+			// The 25 the server delayed took 200 ms or more. On this wall
+			// clock an undelayed request can too, on a machine busy beside
+			// the tests (-race, another job: CI failed once with 28), so
+			// the delayed are a floor, and the goodput is the share the
+			// records show meeting 100 ms, at most the 75 not delayed.
+			slow, met := 0, 0
 			for _, q := range c.Requests {
 				if q.TTFT >= 0.2 {
 					slow++
 				}
+				if q.TTFT <= 0.1 {
+					met++
+				}
 			}
-			if slow != 25 {
-				t.Errorf("%d requests took 200 ms or more to their first token, want the 25 the server delayed", slow)
+			if slow < 25 {
+				t.Errorf("%d requests took 200 ms or more to their first token, want at least the 25 the server delayed", slow)
 			}
-			if got := c.Goodput["u"]; got != 0.75 {
-				t.Errorf("goodput %.2f, want 0.75: 75 of 100 requests met the 100 ms TTFT", got)
+			if got := c.Goodput["u"]; got != float64(met)/100 || got > 0.75 {
+				t.Errorf("goodput %.2f, want the %d of 100 requests that met the 100 ms TTFT, at most 0.75", got, met)
 			}
+
 			// Little's law: 20/s x the mean latency.
 			var e2e float64
 			for _, q := range c.Requests {

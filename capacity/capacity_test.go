@@ -1219,7 +1219,7 @@ func TestPointsReadBack(t *testing.T) {
 	nan := math.NaN()
 	points := []Point{
 		{Time: at, Load: 2.5, InFlight: 2.5, Sent: 3, KV: 12000, Held: 2, TTFT: 0.4, E2E: 1.9, ITL: 0.012, Steady: 0.011, MaxGap: 0.04, Decode: 83.3, Level: 1},
-		{Time: at.Add(time.Minute), Load: 8, InFlight: 4.2, Sent: 8, TTFT: 3.1, E2E: 3.1, ITL: nan, Steady: nan, MaxGap: 0.9, Decode: nan, Burst: 8, Lost: true},
+		{Time: at.Add(time.Minute), Load: 8, InFlight: 4.2, Sent: 8, TTFT: 3.1, E2E: 3.1, ITL: nan, Steady: nan, MaxGap: 0.9, Decode: nan, Burst: 8, Rise: 2.5, Lost: true},
 		{Time: at.Add(2 * time.Minute), Load: 1, InFlight: 1, TTFT: 2.9, E2E: 4.2, ITL: 0.01, Decode: 100, Level: 1, Aftermath: true},
 		{Time: at.Add(3 * time.Minute), Load: 16, InFlight: 16, TTFT: 5, E2E: 15, ITL: 0.02, Decode: 50, Burst: 16, Cell: 3},
 	}
@@ -1237,7 +1237,7 @@ func TestPointsReadBack(t *testing.T) {
 		if !got.Time.Equal(want.Time) || !same(got.Load, want.Load) || !same(got.InFlight, want.InFlight) || !same(got.Sent, want.Sent) ||
 			!same(got.KV, want.KV) || !same(got.Held, want.Held) || !same(got.TTFT, want.TTFT) || !same(got.E2E, want.E2E) ||
 			!same(got.ITL, want.ITL) || !same(got.Steady, want.Steady) || !same(got.MaxGap, want.MaxGap) || !same(got.Decode, want.Decode) || got.Burst != want.Burst ||
-			!same(got.Level, want.Level) || got.Cell != want.Cell || got.Aftermath != want.Aftermath || got.Lost != want.Lost {
+			!same(got.Level, want.Level) || !same(got.Rise, want.Rise) || got.Cell != want.Cell || got.Aftermath != want.Aftermath || got.Lost != want.Lost {
 			t.Errorf("point %d read back as\n%+v, want\n%+v", i, got, want)
 		}
 	}
@@ -1353,5 +1353,58 @@ func TestABendsOptimismEndsAtItsBatches(t *testing.T) {
 	// the reach of δa had it, the bound was 33.5.
 	if f.bound || !(f.capacity > 18 && f.capacity < 26) || !(f.upper > 60) {
 		t.Errorf("capacity %.1f [%.1f, %.1f] (bound %v: %s), want about 22 with an upper bound past 60", f.capacity, f.lower, f.upper, f.bound, f.why)
+	}
+}
+
+// A burst slows production's requests too, and more of them are then in
+// flight at once: the batch a burst's probe decoded in counts production
+// as it was when the burst was sent plus the rise the engine counted by its
+// end, by how far into the burst the probe's decode had come.
+func TestABurstsBatchCountsProductionsRise(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		rise  float64
+		wantB float64
+	}{
+		// 2 of production when sent, the 4 decoding together from 1 s to
+		// 3 s: halfway through its decode (2 s) of the burst's 3 s, 2 of 3
+		// of the rise.
+		{"production rose by 3", 3, 1 + 2 + 2 + 3},
+		{"production fell by 3: none left", -3, 1 + 0 + 3},
+		{"unchanged", 0, 1 + 2 + 3},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var ps []Point
+			for range 4 {
+				ps = append(ps, Point{Time: t0, Load: 4, InFlight: 6, Sent: 6, Burst: 4, Rise: c.rise, TTFT: 1, E2E: 3, ITL: 0.02})
+			}
+			for i, o := range observations(ps, 0) {
+				if math.Abs(o.b-c.wantB) > 1e-9 || o.a != 6 {
+					t.Errorf("observation %d: batch %g arrived into %g, want %g and 6", i, o.b, o.a, c.wantB)
+				}
+			}
+		})
+	}
+}
+
+// A server that fixes a request's speed on arrival is not slowed by
+// requests that come after: lone probes whose decode production joined
+// after they arrived (b above a) read the law of the load they arrived
+// into, and the capacity holds.
+func TestRequestsAfterItsArrivalDoNotSlowIt(t *testing.T) {
+	l := server{ttft: func(q, w, d float64) float64 { return 0.2 }, itl: func(b, a float64) float64 { return 0.010 + 0.002*(a-1) }}
+	u := UseCase{Name: "u", Statistic: "mean", ITLMax: 0.05, InputTokens: 1000, OutputTokens: 128}
+	const truth = 21 // 10 ms + 2 ms x 20 others
+	ps := window(l, nil, []int{4, 8, 16}, 0.02, 5)
+	rng := rand.New(rand.NewPCG(5, 9))
+	for i, a := range loads(12, 1, 7) {
+		itl := l.itl(0, a) * (1 + 0.02*rng.NormFloat64())
+		// Production grew by 3 while it decoded.
+		ps = append(ps, Point{Time: t0.Add(time.Duration(30+i) * time.Minute), Load: a + 3, InFlight: a + 3, Sent: a, Level: 1,
+			TTFT: 0.2, ITL: itl, E2E: 0.2 + 127*itl, Decode: 1 / itl})
+	}
+	e := Evaluate("a", u, ps, Unknown)
+	if math.Abs(e.Capacity-truth) > 0.1*truth || !(e.Lower <= truth && truth <= e.Upper) {
+		t.Errorf("capacity %.1f [%.1f, %.1f], want %d within 10%% and inside its bounds", e.Capacity, e.Lower, e.Upper, truth)
 	}
 }

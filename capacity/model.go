@@ -155,13 +155,13 @@ func observations(points []Point, perRequest float64) []obs {
 		ordered := slices.SortedFunc(slices.Values(g), func(a, b Point) int { return cmp.Compare(first(a), first(b)) })
 		ahead := math.Max(level-float64(len(g)), 0)
 		running := sent - level
-		spans := make([]float64, 0, len(g))
+		spans, ends := make([]float64, 0, len(g)), make([]float64, 0, len(g))
 		for _, p := range g {
 			if !p.Lost {
-				spans = append(spans, p.E2E-p.TTFT)
+				spans, ends = append(spans, p.E2E-p.TTFT), append(ends, p.E2E)
 			}
 		}
-		span := Statistic(spans, "p50")
+		span, ended := Statistic(spans, "p50"), Statistic(ends, "p50")
 		lastFirst := first(ordered[len(ordered)-1])
 		// beside[i] is how many of the burst's prompts after the i-th in
 		// the order of first tokens waited beside it. Those whose first
@@ -238,8 +238,17 @@ func observations(points []Point, perRequest float64) []obs {
 					}
 					shared += math.Max(0, math.Min(end, qEnd)-math.Max(p.TTFT, first(q)))
 				}
+				// Production's requests in flight grew by Rise from the
+				// burst's sending to its end (its median probe's, when the
+				// engine was read): the burst slowed them, and slower
+				// requests are more at once. Over this one's decode, by
+				// the time its middle had come.
+				production := running
+				if rise := g[0].Rise; rise != 0 && ended > 0 {
+					production = math.Max(running+rise*math.Min((p.TTFT+span/2)/ended, 1), 0)
+				}
 				o.itl, o.decodeOK = p.ITL, true
-				o.b = 1 + running + shared/span
+				o.b = 1 + production + shared/span
 				// The burst's prompts waited for their first token until
 				// the last of them came: s is the share of its own
 				// decode's time until then, as the law's mean interval
@@ -475,7 +484,7 @@ func stepShare(beta, r []float64) (dD, dP float64, positive bool) {
 // waited for their first token, beside k thousand KV tokens beyond its
 // count's worth; bend is what stands for (b−1)² (twin.bend).
 func itlRow(b, a, s, bend, k float64) [itlKV + 1]float64 {
-	return [itlKV + 1]float64{1, b - 1, math.Max(a-b, 0), s, bend, k}
+	return [itlKV + 1]float64{1, b - 1, a - b, s, bend, k}
 }
 
 // decodeStep is the ITL law's decode step D at one row: every coefficient

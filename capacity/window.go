@@ -47,6 +47,11 @@ type Point struct {
 	// competed with for prefill, itself included (monitor.BurstLevel); 0
 	// where not known (a level counts the probe, so it is at least 1).
 	Level float64 `json:"level,omitempty"`
+	// Rise is, for a burst's probe, how many more of production's
+	// requests were in flight as the burst ended than when it was sent
+	// (monitor.productionRise): its decode's batch grew by as much over the
+	// burst. 0 where not known.
+	Rise float64 `json:"production_rise,omitempty"`
 	// Cell is the bench cell (from 1) a seed point was measured in; 0 for a
 	// probe. A closed-loop cell's requests all decoded amid its full
 	// concurrency, so each counts for decode and ITL (settled).

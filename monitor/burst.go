@@ -2,6 +2,7 @@ package monitor
 
 import (
 	"math"
+	"slices"
 	"time"
 
 	"github.com/headroom-dev/headroom/engine"
@@ -111,6 +112,39 @@ func decodeInFlight(samples []Sample, production float64) {
 		}
 		samples[i].InFlight = production + shared.Seconds()/to.Sub(from).Seconds()
 	}
+}
+
+// productionRise is how many more of production's requests were in
+// flight as a burst ended than the production it was sent beside: the
+// median, over its probes read right after they ended, of the engine's
+// requests in flight then less the burst's probes still running. A burst
+// slows production's requests too, and requests that take longer are more
+// of them in flight at once (Little's law: in flight = arrivals x time in
+// the server), so the batch a burst decodes in grows as it runs: a burst
+// of 16 on a scripted server sent beside one production request decoded
+// as if beside 21 others, not 16, and the laws read the extra production
+// as the burst's own slope. 0 where no probe was read after it ended.
+func productionRise(samples []Sample, production float64) float64 {
+	var at []float64
+	for i, s := range samples {
+		if math.IsNaN(s.Ended) || s.Lost {
+			continue
+		}
+		end := s.Result.Start.Add(s.Result.E2E)
+		running := 0.0
+		for j, o := range samples {
+			// A lost probe ran until it was cut, after every other.
+			if j != i && (o.Lost || o.Result.Start.Add(o.Result.E2E).After(end)) {
+				running++
+			}
+		}
+		at = append(at, math.Max(s.Ended-running, 0))
+	}
+	if len(at) == 0 {
+		return 0
+	}
+	slices.Sort(at)
+	return at[len(at)/2] - production
 }
 
 func later(a, b time.Time) time.Time {

@@ -123,3 +123,41 @@ func TestDecodeInFlight(t *testing.T) {
 		})
 	}
 }
+
+// A burst's production rise is the median, over its probes read right after
+// they ended, of the engine's requests in flight then less the burst's
+// probes still running, less the production it was sent beside.
+func TestProductionRise(t *testing.T) {
+	start := time.Unix(1000, 0)
+	ended := func(e2e time.Duration, inFlight float64) Sample {
+		return Sample{Ended: inFlight, Result: probe.Result{Start: start, TTFT: time.Second, E2E: e2e}}
+	}
+	lost := Sample{Lost: true, Ended: math.NaN(), Result: probe.Result{Start: start}}
+	tests := []struct {
+		name    string
+		samples []Sample
+		want    float64
+	}{
+		// Sent beside 2; as each ended, the engine counted the others still
+		// running and 5 of production: 3 more.
+		{"rose", []Sample{ended(2*time.Second, 7), ended(3*time.Second, 6), ended(4*time.Second, 5)}, 3},
+		// The same readings, production unchanged: none.
+		{"steady", []Sample{ended(2*time.Second, 4), ended(3*time.Second, 3), ended(4*time.Second, 2)}, 0},
+		// Production fell to 1 by the end.
+		{"fell", []Sample{ended(2*time.Second, 3), ended(3*time.Second, 2), ended(4*time.Second, 1)}, -1},
+		// A probe read at a moment production passed through: the median
+		// keeps the others' 3.
+		{"one reading off", []Sample{ended(2*time.Second, 7), ended(3*time.Second, 12), ended(4*time.Second, 5)}, 3},
+		// A lost probe ran until it was cut: still running at every end.
+		{"lost", []Sample{ended(2*time.Second, 7), ended(3*time.Second, 6), lost}, 3},
+		// No reading after any probe: nothing known.
+		{"unread", []Sample{ended(2*time.Second, math.NaN()), lost}, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := productionRise(tc.samples, 2); math.Abs(got-tc.want) > 1e-9 {
+				t.Errorf("rise %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -28,8 +28,11 @@ const demoSeeds = 6
 // demoWithin is how many of demoSeeds x 5 use cases must be within 30% of
 // the simulator's own capacity at 3 minutes: the floor under the measured
 // count (23 before δp was measured where a chunk step lasts many decode
-// steps, 21 and 20 since; issue 36 asks for all of them).
-const demoWithin = 18
+// steps, 21 and 20 since, 16 since a burst's batch counts production's
+// rise and the arrival term is signed: a trade the generalization suite's
+// servers, fresh seeds included, favoured by 27 within over three seed
+// sets, docs/capacity.md; issue 36 asks for all of them).
+const demoWithin = 14
 
 // TestDemoInVirtualTime is `headroom demo` at 3 minutes, in virtual time:
 // its flags' defaults, its configuration (demoConfig), its simulator and

@@ -227,8 +227,9 @@ func suiteSeedsFrom() (uint64, error) {
 // within; 325, 429, 9 with every prefill before a prompt's first token
 // lengthened by the decode batch where the engine prefills in steps that
 // decode; 325, 431, 9 with a bend's optimistic tangent from its data's
-// batches; 323, 433, 6 with the bands' t at the groups less one;
-// docs/capacity.md).
+// batches; 323, 433, 6 with the bands' t at the groups less one; 326,
+// 436, 10 with a burst's batch counting production's rise and the arrival
+// term signed; docs/capacity.md).
 const (
 	suiteWithin = 319
 	suiteInside = 418

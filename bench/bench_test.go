@@ -6,35 +6,54 @@ import (
 	"errors"
 	"log/slog"
 	"math"
+	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 
 	"github.com/headroom-dev/headroom/config"
 	"github.com/headroom-dev/headroom/engine"
 	"github.com/headroom-dev/headroom/internal/golden"
+	"github.com/headroom-dev/headroom/internal/memnet"
 	"github.com/headroom-dev/headroom/internal/scripted"
 	"github.com/headroom-dev/headroom/probe"
 	"github.com/headroom-dev/headroom/sim"
 )
 
-// startSim serves a simulator profile on loopback, time-scaled; counted
+// target is a server a test's runner reaches: over memnet, inside a
+// testing/synctest bubble (dial set), or over loopback (dial nil: the
+// benchmark, which measures the wall clock on purpose).
+type target struct {
+	url  string
+	dial func(ctx context.Context, network, address string) (net.Conn, error)
+}
+
+// serve serves h over memnet to a test that runs in a synctest bubble. The
+// simulator's clock and the runner's are then one virtual clock: a machine
+// busy beside the tests (-race, another job) slows the test, not the
+// latencies it measures. On loopback and the wall clock, CI failed a
+// warm-up past its deadline and an open loop at 18 of 20 requests/s.
+func serve(t testing.TB, h http.Handler) target {
+	ln, stop := memnet.Serve(h)
+	t.Cleanup(stop)
+	return target{url: "http://sim", dial: ln.Dial}
+}
+
+// serveSim serves a simulator profile, time-scaled, as serve does; counted
 // counts the completion requests it answered.
-func startSim(t testing.TB, profile string, scale float64, counted *atomic.Int64) *httptest.Server {
+func serveSim(t testing.TB, profile string, scale float64, counted *atomic.Int64) target {
 	t.Helper()
 	h := simHandler(t, profile, scale)
-	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	return serve(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if counted != nil && strings.HasSuffix(r.URL.Path, "/completions") {
 			counted.Add(1)
 		}
 		h.ServeHTTP(w, r)
 	}))
-	t.Cleanup(ts.Close)
-	return ts
 }
 
 // simHandler runs a simulator profile until the test ends and returns its handler.
@@ -52,12 +71,22 @@ func simHandler(t testing.TB, profile string, scale float64) http.Handler {
 	return srv.Handler()
 }
 
-func newRunner(url string) *Runner {
-	client := NewClient(512)
+// client is the sweep's shipped client (NewClient), dialing tg's network.
+func (tg target) client() *http.Client {
+	c := NewClient(512)
+	if tg.dial != nil {
+		c.Transport.(*http.Transport).DialContext = tg.dial
+	}
+	return c
+}
+
+// newRunner is the sweep's runner, its probes and scrapes through tg.client.
+func newRunner(tg target) *Runner {
+	client := tg.client()
 	return &Runner{
-		Prober: probe.NewProber(probe.Endpoint{BaseURL: url, Client: client}, "chat", "", "auto"),
+		Prober: probe.NewProber(probe.Endpoint{BaseURL: tg.url, Client: client}, "chat", "", "auto"),
 		Scrape: func(ctx context.Context) (engine.Load, error) {
-			return engine.Scrape(ctx, http.DefaultClient, url+"/metrics", "", "auto")
+			return engine.Scrape(ctx, client, tg.url+"/metrics", "", "auto")
 		},
 		Logger: slog.New(slog.DiscardHandler),
 	}
@@ -184,52 +213,54 @@ func TestDryRunSendsNothing(t *testing.T) {
 // A sweep cut short keeps its finished cells; run again, it measures only
 // the cells it lacks.
 func TestInterruptAndResume(t *testing.T) {
-	var requests atomic.Int64
-	ts := startSim(t, "tiny", 10, &requests)
-	p := Plan{Contexts: []int{256, 512}, Concurrency: []int{1, 3}, Output: 16, UseCases: []UseCase{{Name: "u", Context: 256, Output: 16, Statistic: "mean", TTFTMax: 1}}}
-	path := filepath.Join(t.TempDir(), "report.json")
-	ctx, cancel := context.WithCancel(t.Context())
-	r := newRunner(ts.URL)
-	saves := 0
-	r.Save = func(rep *Report) error {
-		if saves++; saves == 2 {
-			cancel() // Ctrl-C after the second cell
+	synctest.Test(t, func(t *testing.T) {
+		var requests atomic.Int64
+		tg := serveSim(t, "tiny", 10, &requests)
+		p := Plan{Contexts: []int{256, 512}, Concurrency: []int{1, 3}, Output: 16, UseCases: []UseCase{{Name: "u", Context: 256, Output: 16, Statistic: "mean", TTFTMax: 1}}}
+		path := filepath.Join(t.TempDir(), "report.json")
+		ctx, cancel := context.WithCancel(t.Context())
+		r := newRunner(tg)
+		saves := 0
+		r.Save = func(rep *Report) error {
+			if saves++; saves == 2 {
+				cancel() // Ctrl-C after the second cell
+			}
+			return rep.Save(path)
 		}
-		return rep.Save(path)
-	}
-	err := r.Run(ctx, newReport(p))
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("interrupted run: %v, want context.Canceled", err)
-	}
-	rep, err := Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(rep.Cells) != 2 || rep.Complete {
-		t.Fatalf("after interrupt: %d cells, complete=%v; want the 2 finished cells, incomplete", len(rep.Cells), rep.Complete)
-	}
-	before := requests.Load()
-	r.Save = func(rep *Report) error { return rep.Save(path) }
-	if err := newRunnerWith(r).Run(t.Context(), rep); err != nil {
-		t.Fatal(err)
-	}
-	rep, err = Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(rep.Cells) != 4 || !rep.Complete {
-		t.Fatalf("after resume: %d cells complete=%v, want 4, complete", len(rep.Cells), rep.Complete)
-	}
-	// The two missing cells (512 x n=1, 3) send 2 and 6 requests; the
-	// warm-up is off and the prompt sizing uses /tokenize, not completions.
-	if got := requests.Load() - before; got != 8 {
-		t.Errorf("resume sent %d completion requests, want 8 (only the missing cells)", got)
-	}
-	for _, c := range rep.Cells {
-		if len(c.Requests) != DefaultRounds*c.Concurrency || c.SuccessRate != 1 {
-			t.Errorf("%s: %d requests, success %v", c.Key, len(c.Requests), c.SuccessRate)
+		err := r.Run(ctx, newReport(p))
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("interrupted run: %v, want context.Canceled", err)
 		}
-	}
+		rep, err := Load(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Cells) != 2 || rep.Complete {
+			t.Fatalf("after interrupt: %d cells, complete=%v; want the 2 finished cells, incomplete", len(rep.Cells), rep.Complete)
+		}
+		before := requests.Load()
+		r.Save = func(rep *Report) error { return rep.Save(path) }
+		if err := newRunnerWith(r).Run(t.Context(), rep); err != nil {
+			t.Fatal(err)
+		}
+		rep, err = Load(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rep.Cells) != 4 || !rep.Complete {
+			t.Fatalf("after resume: %d cells complete=%v, want 4, complete", len(rep.Cells), rep.Complete)
+		}
+		// The two missing cells (512 x n=1, 3) send 2 and 6 requests; the
+		// warm-up is off and the prompt sizing uses /tokenize, not completions.
+		if got := requests.Load() - before; got != 8 {
+			t.Errorf("resume sent %d completion requests, want 8 (only the missing cells)", got)
+		}
+		for _, c := range rep.Cells {
+			if len(c.Requests) != DefaultRounds*c.Concurrency || c.SuccessRate != 1 {
+				t.Errorf("%s: %d requests, success %v", c.Key, len(c.Requests), c.SuccessRate)
+			}
+		}
+	})
 }
 
 // newRunnerWith is a fresh runner with r's fields, as a second process would have.
@@ -271,79 +302,74 @@ func TestOutputsGolden(t *testing.T) {
 
 // headroom bench against headroom sim with report 000's profile reproduces
 // that report's use-case guidance table within the simulator's tolerance.
-// Time scaling multiplies the client's own overhead: at 10x a millisecond
-// spent scheduling a goroutine under -race, with the other packages' tests
-// on the same two cores, is 10 simulated ones. Code completion's 2 s E2E
-// limit has little room for that (the simulator's own crossing, 20.7, is
-// 1.2 requests inside the tolerance of the report's 23; CI saw 19.2 at 10x),
-// so it runs at 2x. Short chatbot's 8K prompts reach the simulator staggered
-// by its own parsing of them: a first round spread out waits less for
-// prefill, and at 10x CI measured 56 where the simulator crosses at 51.6 (the
-// tolerance of the report's 48 ends at 55.2), so it runs at 5x, and so does
-// chatbot's 32K: at 10x CI measured 6.8 where the simulator crosses at 7.4
-// and 7.4 ran alone (the tolerance of the report's 8 begins at 6.8). The
-// longest contexts, whose limits are seconds of TTFT on two to five
-// requests, run at 10x. About four minutes of wall time.
+// The sweep runs in virtual time (see serve): the client's own milliseconds
+// no longer count as the simulator's. On the wall clock, time scaling
+// multiplied them (at 10x CI read short chatbot 56 and code completion 19.2,
+// outside the tolerances, where the simulator crosses at 51.6 and 20.7), and
+// each group of use cases ran at the highest scale it stood. The three
+// scales stay, now to check that the report takes each simulator's own.
+// 21.6 s in `go test -count=1 -v -run TestReproducesReport000 ./bench/`.
 func TestReproducesReport000(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a whole sweep: about four minutes")
-	}
-	if raceEnabled {
-		// Under -race the client's milliseconds count as the wall-clock
-		// simulator's: short chatbot read 55.5 and 55.6 against the
-		// report's 48 in two clean-clone runs, 51.6 without -race.
-		t.Skip("wall-clock sweep: run without -race (.ci/run does)")
-	}
-	reports, err := sim.Reports()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var want sim.Report
-	for _, r := range reports {
-		if strings.HasPrefix(r.File, "000") {
-			want = r
+	synctest.Test(t, func(t *testing.T) {
+		if testing.Short() {
+			t.Skip("a whole sweep")
 		}
-	}
-	cfg, err := config.Parse(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Code completion is the one use case at 1K context.
-	limits := map[string]Limit{}
-	for _, sw := range []struct {
-		scale          float64
-		above, context int // the use cases whose context is in (above, context]
-	}{{2, 0, 1024}, {5, 1024, 32768}, {10, 32768, math.MaxInt}} {
-		p := Plan{Concurrency: DefaultConcurrency, Warmup: 1, Search: true, SearchMax: 128}
-		for _, u := range UseCases(cfg, 1024) {
-			if u.Context > sw.above && u.Context <= sw.context {
-				p.UseCases = append(p.UseCases, u)
-				p.Contexts = append(p.Contexts, u.Context)
-				p.Output = u.Output
-			}
+		if raceEnabled {
+			// Virtual time at the race detector's pace: minutes of CPU in
+			// a step that is already the longest.
+			t.Skip("a whole sweep: run without -race (.ci/run does)")
 		}
-		rep := newReport(p)
-		if err := newRunner(startSim(t, want.Profile, sw.scale, nil).URL).Run(t.Context(), rep); err != nil {
+		reports, err := sim.Reports()
+		if err != nil {
 			t.Fatal(err)
 		}
-		if rep.TimeScale != sw.scale {
-			t.Errorf("time scale %g, want the simulator's %g", rep.TimeScale, sw.scale)
+		var want sim.Report
+		for _, r := range reports {
+			if strings.HasPrefix(r.File, "000") {
+				want = r
+			}
 		}
-		for _, l := range rep.Limits {
-			limits[l.UseCase] = l
+		cfg, err := config.Parse(nil)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	for _, u := range want.UseCases {
-		l, ok := limits[u.Name]
-		if !ok {
-			t.Errorf("%s: no limit", u.Name)
-			continue
+		// Code completion is the one use case at 1K context.
+		limits := map[string]Limit{}
+		for _, sw := range []struct {
+			scale          float64
+			above, context int // the use cases whose context is in (above, context]
+		}{{2, 0, 1024}, {5, 1024, 32768}, {10, 32768, math.MaxInt}} {
+			p := Plan{Concurrency: DefaultConcurrency, Warmup: 1, Search: true, SearchMax: 128}
+			for _, u := range UseCases(cfg, 1024) {
+				if u.Context > sw.above && u.Context <= sw.context {
+					p.UseCases = append(p.UseCases, u)
+					p.Contexts = append(p.Contexts, u.Context)
+					p.Output = u.Output
+				}
+			}
+			rep := newReport(p)
+			if err := newRunner(serveSim(t, want.Profile, sw.scale, nil)).Run(t.Context(), rep); err != nil {
+				t.Fatal(err)
+			}
+			if rep.TimeScale != sw.scale {
+				t.Errorf("time scale %g, want the simulator's %g", rep.TimeScale, sw.scale)
+			}
+			for _, l := range rep.Limits {
+				limits[l.UseCase] = l
+			}
 		}
-		t.Logf("%-17s report %4.0f  bench %s", u.Name, u.Capacity, l)
-		if !sim.CapacityWithin(l.Capacity, u.Capacity, u.Capped, l.Capped) {
-			t.Errorf("%s: bench capacity %s, report %.0f: outside 15%% or 1 request", u.Name, l, u.Capacity)
+		for _, u := range want.UseCases {
+			l, ok := limits[u.Name]
+			if !ok {
+				t.Errorf("%s: no limit", u.Name)
+				continue
+			}
+			t.Logf("%-17s report %4.0f  bench %s", u.Name, u.Capacity, l)
+			if !sim.CapacityWithin(l.Capacity, u.Capacity, u.Capped, l.Capped) {
+				t.Errorf("%s: bench capacity %s, report %.0f: outside 15%% or 1 request", u.Name, l, u.Capacity)
+			}
 		}
-	}
+	})
 }
 
 // Against a llama.cpp-shaped server (/tokenize counts content only and
@@ -352,28 +378,29 @@ func TestReproducesReport000(t *testing.T) {
 // its context within 1%: the first sweep on a real llama.cpp sent 262K-token
 // prompts for 2,000-token cells.
 func TestSweepOnLlamaCppSizesPrompts(t *testing.T) {
-	p, err := sim.LookupProfile("tiny")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := sim.NewServer(p, 10, "vllm")
-	go s.Run(t.Context())
-	ts := httptest.NewServer(scripted.LlamaCpp(s.Handler(), 16384))
-	defer ts.Close()
-	plan := Plan{Contexts: []int{2000, 8000}, Concurrency: []int{1, 4}, Output: 16, Warmup: 1,
-		UseCases: []UseCase{{Name: "u", Context: 2000, Output: 16, Statistic: "mean", TTFTMax: 10}}}
-	rep := newReport(plan)
-	if err := newRunner(ts.URL).Run(t.Context(), rep); err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range rep.Cells {
-		if c.SuccessRate != 1 {
-			t.Errorf("%s: success %.2f, failures %v %v", c.Key, c.SuccessRate, c.Failures, c.Errors)
+	synctest.Test(t, func(t *testing.T) {
+		p, err := sim.LookupProfile("tiny")
+		if err != nil {
+			t.Fatal(err)
 		}
-		for _, q := range c.Requests {
-			if d := math.Abs(float64(q.PromptTokens - c.Context)); d > max(0.01*float64(c.Context), 4) {
-				t.Errorf("%s: a prompt of %d tokens", c.Key, q.PromptTokens)
+		s := sim.NewServer(p, 10, "vllm")
+		go s.Run(t.Context())
+		tg := serve(t, scripted.LlamaCpp(s.Handler(), 16384))
+		plan := Plan{Contexts: []int{2000, 8000}, Concurrency: []int{1, 4}, Output: 16, Warmup: 1,
+			UseCases: []UseCase{{Name: "u", Context: 2000, Output: 16, Statistic: "mean", TTFTMax: 10}}}
+		rep := newReport(plan)
+		if err := newRunner(tg).Run(t.Context(), rep); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range rep.Cells {
+			if c.SuccessRate != 1 {
+				t.Errorf("%s: success %.2f, failures %v %v", c.Key, c.SuccessRate, c.Failures, c.Errors)
+			}
+			for _, q := range c.Requests {
+				if d := math.Abs(float64(q.PromptTokens - c.Context)); d > max(0.01*float64(c.Context), 4) {
+					t.Errorf("%s: a prompt of %d tokens", c.Key, q.PromptTokens)
+				}
 			}
 		}
-	}
+	})
 }

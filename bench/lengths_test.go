@@ -3,6 +3,7 @@ package bench
 import (
 	"math"
 	"testing"
+	"testing/synctest"
 )
 
 func meanCV(vs []float64) (mean, cv float64) {
@@ -52,41 +53,43 @@ func TestLengthsDraw(t *testing.T) {
 // Requests of drawn lengths are sized with the server's tokenizer as probes
 // are: each is counted at its own length, none is a prompt mismatch.
 func TestSweepWithLengthSpread(t *testing.T) {
-	ts := startSim(t, "tiny", 1, nil)
-	rep := newReport(Plan{Contexts: []int{2048}, Concurrency: []int{4}, Output: 32, RequestsPerCell: 60, InputSpread: 0.3, OutputSpread: 0.3, Seed: 5})
-	if err := newRunner(ts.URL).Run(t.Context(), rep); err != nil {
-		t.Fatal(err)
-	}
-	c := rep.Cells[0]
-	if c.SuccessRate != 1 || len(c.Requests) != 60 {
-		t.Fatalf("%d requests, success %.2f, failures %v %v", len(c.Requests), c.SuccessRate, c.Failures, c.Errors)
-	}
-	draw := newLengths(rep.Plan, c.Key)
-	want := map[int]int{} // drawn prompt lengths, as a multiset: requests finish out of order
-	for range 60 {
-		in, _ := draw.draw()
-		want[in]++
-	}
-	var in, out []float64
-	for _, q := range c.Requests {
-		in, out = append(in, float64(q.PromptTokens)), append(out, float64(q.OutputTokens))
-	}
-	if _, cv := meanCV(in); cv < 0.15 {
-		t.Errorf("prompt tokens spread %.3f, want the drawn 0.3 or near", cv)
-	}
-	if _, cv := meanCV(out); cv < 0.15 {
-		t.Errorf("output tokens spread %.3f, want the drawn 0.3 or near", cv)
-	}
-	near := 0
-	for _, q := range c.Requests {
-		for l := range want {
-			if math.Abs(float64(q.PromptTokens-l)) <= 0.02*float64(l)+8 {
-				near++
-				break
+	synctest.Test(t, func(t *testing.T) {
+		tg := serveSim(t, "tiny", 1, nil)
+		rep := newReport(Plan{Contexts: []int{2048}, Concurrency: []int{4}, Output: 32, RequestsPerCell: 60, InputSpread: 0.3, OutputSpread: 0.3, Seed: 5})
+		if err := newRunner(tg).Run(t.Context(), rep); err != nil {
+			t.Fatal(err)
+		}
+		c := rep.Cells[0]
+		if c.SuccessRate != 1 || len(c.Requests) != 60 {
+			t.Fatalf("%d requests, success %.2f, failures %v %v", len(c.Requests), c.SuccessRate, c.Failures, c.Errors)
+		}
+		draw := newLengths(rep.Plan, c.Key)
+		want := map[int]int{} // drawn prompt lengths, as a multiset: requests finish out of order
+		for range 60 {
+			in, _ := draw.draw()
+			want[in]++
+		}
+		var in, out []float64
+		for _, q := range c.Requests {
+			in, out = append(in, float64(q.PromptTokens)), append(out, float64(q.OutputTokens))
+		}
+		if _, cv := meanCV(in); cv < 0.15 {
+			t.Errorf("prompt tokens spread %.3f, want the drawn 0.3 or near", cv)
+		}
+		if _, cv := meanCV(out); cv < 0.15 {
+			t.Errorf("output tokens spread %.3f, want the drawn 0.3 or near", cv)
+		}
+		near := 0
+		for _, q := range c.Requests {
+			for l := range want {
+				if math.Abs(float64(q.PromptTokens-l)) <= 0.02*float64(l)+8 {
+					near++
+					break
+				}
 			}
 		}
-	}
-	if near != 60 {
-		t.Errorf("%d of 60 requests were counted near a drawn length", near)
-	}
+		if near != 60 {
+			t.Errorf("%d of 60 requests were counted near a drawn length", near)
+		}
+	})
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	dto "github.com/prometheus/client_model/go"
@@ -44,8 +45,9 @@ func simTTFT(tb testing.TB, url string) (count, sum float64) {
 func BenchmarkStreams(b *testing.B) {
 	for _, n := range []int{1, 4, 16, 64, 256, 512, 1024} {
 		b.Run(fmt.Sprintf("streams=%d", n), func(b *testing.B) {
-			ts := startSim(b, "tiny", 1, nil)
-			r := newRunner(ts.URL)
+			ts := httptest.NewServer(simHandler(b, "tiny", 1))
+			b.Cleanup(ts.Close)
+			r := newRunner(target{url: ts.URL})
 			if err := r.Prober.Resolve(context.Background()); err != nil {
 				b.Fatal(err)
 			}

@@ -20,8 +20,8 @@ import (
 )
 
 // slowPages is a fleet of engines whose metrics page comes in two parts a
-// second apart. Over memnet's pipes a part is written only as the client
-// reads it, so a page counts as being read from when its first part is
+// second apart. Over memnet's bare pipes (ListenBare) a part is written only
+// as the client reads it, so a page counts as being read from when its first part is
 // taken to when its last is: what the client holds for it in between.
 type slowPages struct {
 	mu      sync.Mutex
@@ -94,7 +94,7 @@ func TestEnginePagesBounded(t *testing.T) {
 				ctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
 				engines := &slowPages{read: map[string]int{}}
-				ln := memnet.Listen()
+				ln := memnet.ListenBare()
 				hs := &http.Server{Handler: engines}
 				var wg sync.WaitGroup
 				wg.Go(func() { _ = hs.Serve(ln) })

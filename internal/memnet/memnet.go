@@ -1,7 +1,8 @@
 // Package memnet is an in-memory network: a listener whose connections are
-// net.Pipe pairs. Tests serve an http.Handler on it and hand its Dial to a
-// client, so that a whole HTTP exchange runs inside a testing/synctest
-// bubble, where time is virtual and a blocked pipe lets the clock move on.
+// net.Pipe pairs with a send buffer at each end (conn.go). Tests serve an
+// http.Handler on it and hand its Dial to a client, so that a whole HTTP
+// exchange runs inside a testing/synctest bubble, where time is virtual and
+// a blocked pipe lets the clock move on.
 // A Network holds many listeners, each at its own address, and routes a
 // dial by address: a daemon with many targets reaches each of them.
 package memnet
@@ -20,10 +21,20 @@ type Listener struct {
 	conns  chan net.Conn
 	closed chan struct{}
 	once   sync.Once
+	bare   bool // connections without send buffers
 }
 
 // Listen returns a listener with nothing connected yet.
 func Listen() *Listener { return listen("memnet") }
+
+// ListenBare returns a listener whose connections are bare pipes: a write
+// ends only when the peer has read it, so that a server's handler can see
+// how much of its answer a client has taken.
+func ListenBare() *Listener {
+	l := Listen()
+	l.bare = true
+	return l
+}
 
 func listen(a string) *Listener {
 	return &Listener{addr: addr(a), conns: make(chan net.Conn), closed: make(chan struct{})}
@@ -52,6 +63,9 @@ func (l *Listener) Addr() net.Addr { return l.addr }
 // of net.Dialer.DialContext.
 func (l *Listener) Dial(ctx context.Context, _, _ string) (net.Conn, error) {
 	client, server := net.Pipe()
+	if !l.bare {
+		client, server = buffered(client), buffered(server)
+	}
 	var err error
 	select {
 	case l.conns <- server:

@@ -21,7 +21,7 @@ func TestCIStopsOnlyThePrometheusItStarted(t *testing.T) {
 	if err != nil {
 		t.Skip("no sleep(1)")
 	}
-	for _, tool := range []string{"bash", "pgrep", "dirname"} {
+	for _, tool := range []string{"bash", "pgrep", "dirname", "nice"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("no %s", tool)
 		}
@@ -59,7 +59,7 @@ esac`,
 			t.Fatal(err)
 		}
 	}
-	for _, tool := range []string{"bash", "pgrep", "dirname"} {
+	for _, tool := range []string{"bash", "pgrep", "dirname", "nice"} {
 		path, _ := exec.LookPath(tool)
 		if err := os.Symlink(path, filepath.Join(bin, tool)); err != nil {
 			t.Fatal(err)

@@ -102,6 +102,7 @@ func (w *world) steps(s *linearServer, levels int, hold time.Duration) {
 const closedTruth = (4*6.5 - 1) / 3.0
 
 func TestCapacityOverHTTP(t *testing.T) {
+	t.Parallel() // seconds to a minute each under -race: two at a time on two cores
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		ls := &linearServer{}

@@ -83,6 +83,7 @@ func (r *runningDaemon) seriesOf(target string) int {
 // polls (every 5 s here), and discovery's manager sends its changes every
 // 5 s: each step is waited for 30 s.
 func TestHTTPSDTargetsFollow(t *testing.T) {
+	t.Parallel() // seconds to a minute each under -race: two at a time on two cores
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		simURL := w.tinySim("sim", 20)
@@ -169,6 +170,7 @@ func fleetList(url string, n int) []sdGroup {
 }
 
 func TestTwoShardsProbeEveryTargetOnce(t *testing.T) {
+	t.Parallel() // seconds to a minute each under -race: two at a time on two cores
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		fl := sim.NewFleet(w.ctx, sim.Tiny, 20, "vllm", 110)

@@ -1,8 +1,11 @@
 package daemon_test
 
 import (
+	"fmt"
 	"math"
+	"os"
 	"runtime"
+	"strconv"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -11,12 +14,13 @@ import (
 	"github.com/headroom-dev/headroom/fleet"
 )
 
-// TestFleetHeapFlat runs the daemon with 1,000 discovered targets for 24
-// hours of virtual time and reads its live heap at each hour (after a
-// collection): every store is bounded in time and size, so the heap at
-// hour 24 is within 10% of hour 6, once the 6-hour curve window has
-// filled. An engine series that gained a point every 30 s filled its
-// 4,096 points after 34 hours: 3.1 GB at 1,000 targets.
+// TestFleetHeapFlat runs the daemon with 1,000 discovered targets
+// (HEADROOM_FLEET_TARGETS sets another count) for 24 hours of virtual time
+// and reads its live heap at each hour (after a collection): every store
+// is bounded in time and size, so the heap at hour 24 is within 10% of
+// hour 6, once the 6-hour curve window has filled. An engine series that
+// gained a point every 30 s filled its 4,096 points after 34 hours: 3.1 GB
+// at 1,000 targets.
 //
 // Reduced, so that it takes minutes on two cores, not the best part of an
 // hour: one scenario of 64 prompt and 8 output tokens, not the five
@@ -24,21 +28,36 @@ import (
 // tokenizer), and engine_scrape_interval 1m, not 5s. The stores' bounds
 // do not depend on the prompts' length, and an engine reading keeps no
 // state past the next; the shipped default (5 s) made the engine reads
-// 60% of the run's CPU, and a virtual hour took 100 s. Under -race (ten
-// times slower), and under a deadline of less than 20 minutes, it is
-// skipped; .ci/run runs it without -race, with -timeout 30m.
+// 60% of the run's CPU, and a virtual hour took 100 s. Even so the 1,000
+// targets' day took 1,742 s and 1,752 s on the 2026-11-28 machine (about
+// 7 minutes on the one before), most of a 30-minute CI run: .ci/run runs
+// it at 200 targets, where a store that grows per target in time still
+// shows against the heap the targets hold, and docs/operations.md gives
+// the full run's command and figures. At 100 targets the heap was a few
+// MB (5.1 at hour 1, 6.0 at hour 6, 6.3 to 6.5 from hour 7), and the last
+// rise of the window's filling, between hours 6 and 7, was most of the
+// 10%. Under -race (ten times slower) it is skipped, and under a deadline
+// shorter than 2 s a target.
 func TestFleetHeapFlat(t *testing.T) {
+	// Not t.Parallel: it reads the whole process's heap, which a test
+	// beside it would fill.
 	if raceEnabled {
-		t.Skip("24 virtual hours of 1,000 targets take over an hour under -race; .ci/run runs this test without it")
+		t.Skip("24 virtual hours of a fleet take ten times as long under -race; .ci/run runs this test without it")
 	}
-	// About 7 minutes here: under go test's default 10-minute deadline
-	// the package's other tests and a loaded machine would run it out.
-	if d, ok := t.Deadline(); ok && time.Until(d) < 20*time.Minute {
-		t.Skip("takes about 7 minutes on two cores: run it with -timeout 30m, as .ci/run does")
+	targets := 1000
+	if v := os.Getenv("HEADROOM_FLEET_TARGETS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			t.Fatalf("HEADROOM_FLEET_TARGETS=%q: want a count of targets", v)
+		}
+		targets = n
+	}
+	if d, ok := t.Deadline(); ok && time.Until(d) < time.Duration(targets)*2*time.Second {
+		t.Skipf("%d targets' day takes about %d s on two cores: give it a longer -timeout", targets, targets*7/4)
 	}
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
-		w.serve("fleet", newFakeFleet("http://fleet", 1000))
+		w.serve("fleet", newFakeFleet("http://fleet", targets))
 		file := writeConfig(t, "", `discovery:
   - http_sd_configs: [{url: "http://fleet/targets"}]
 power: {source: none}
@@ -57,13 +76,14 @@ use_cases: [{name: u, scenario: s, ttft_max: 1s}]
 		if r := heap[24] / heap[6]; r < 0.9 || r > 1.1 {
 			t.Errorf("live heap %.1f MB at hour 24, %.1f MB at hour 6: %+.0f%%, want within 10%%", heap[24], heap[6], 100*(r-1))
 		}
-		// What the run was: 1,000 targets probed, each many times.
+		// What the run was: every target probed, each many times.
 		m := d.scrape()
-		if n := m[`headroom_targets{source=discovery[0],state=probed}`]; n != 1000 {
-			t.Errorf("%v targets probed, want 1000", n)
+		if n := m[`headroom_targets{source=discovery[0],state=probed}`]; n != float64(targets) {
+			t.Errorf("%v targets probed, want %d", n, targets)
 		}
-		if n := m[`headroom_probes_total{result=success,scenario=s,target=s999}`]; n < 100 {
-			t.Errorf("s999 probed %v times in 24 hours, want at least 100", n)
+		last := fmt.Sprintf("s%d", targets-1)
+		if n := m[`headroom_probes_total{result=success,scenario=s,target=`+last+`}`]; n < 100 {
+			t.Errorf("%s probed %v times in 24 hours, want at least 100", last, n)
 		}
 	})
 }

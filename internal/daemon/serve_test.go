@@ -121,6 +121,7 @@ func TestReloadChangingInFlightCap(t *testing.T) {
 // metrics. Without calibration: its decisions, a fit of the capacity
 // model before each probe, were most of the test's time.
 func TestServeReadsLoadAndPower(t *testing.T) {
+	t.Parallel() // seconds to a minute each under -race: two at a time on two cores
 	synctest.Test(t, func(t *testing.T) {
 		w := newWorld(t)
 		s := sim.NewServer(sim.Tiny, 1, "vllm")

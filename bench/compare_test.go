@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -72,7 +71,7 @@ func TestCompareRenders(t *testing.T) {
 			t.Errorf("comparison lacks %q", want)
 		}
 	}
-	ctx := chromium.Context(t, 1100, 900, time.Minute)
+	ctx := chromium.Context(t, 1100, 900)
 	if err := chromedp.Run(ctx, chromedp.Navigate("file://"+path)); err != nil {
 		t.Fatal(err)
 	}

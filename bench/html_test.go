@@ -12,7 +12,6 @@ import (
 	"strings"
 	"testing"
 	"testing/synctest"
-	"time"
 
 	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/chromedp"
@@ -88,7 +87,7 @@ func TestHTMLChartsDrawInChromium(t *testing.T) {
 	if err := rep.WriteAll(dir); err != nil {
 		t.Fatal(err)
 	}
-	ctx := chromium.Context(t, 1000, 800, 2*time.Minute)
+	ctx := chromium.Context(t, 1000, 800)
 	if err := chromedp.Run(ctx, chromedp.Navigate("file://"+filepath.Join(dir, "report.html"))); err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +158,7 @@ func TestRuleLabelsClearOfTicks(t *testing.T) {
 	if err := os.WriteFile(path, []byte(page.String()), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ctx := chromium.Context(t, 1000, 900, time.Minute)
+	ctx := chromium.Context(t, 1000, 900)
 	if err := chromedp.Run(ctx, chromedp.Navigate("file://"+path)); err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +221,7 @@ func TestReportHasReference000Sections(t *testing.T) {
 	if testing.Short() || raceEnabled {
 		t.Skip("a sweep of the simulator: not under -short or -race")
 	}
-	ctx := chromium.Context(t, 1100, 900, 4*time.Minute)
+	ctx := chromium.Context(t, 1100, 900)
 	cfg, err := config.Parse(nil)
 	if err != nil {
 		t.Fatal(err)

@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 
@@ -85,7 +84,7 @@ const rowsJS = `Array.from(document.querySelectorAll('tr[data-target]')).map(r =
 })`
 
 func checkStatusPageAt(t *testing.T, addr string, w, h int) []byte {
-	ctx := chromium.Context(t, w, h, time.Minute)
+	ctx := chromium.Context(t, w, h)
 	// The page is rendered between two reads of /api/v1/status. The demo's
 	// estimates move every few seconds (its simulator runs at 10x), so the
 	// comparison takes a render whose reads on both sides agree, trying up

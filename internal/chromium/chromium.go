@@ -39,9 +39,17 @@ func find() string {
 	return ""
 }
 
+// limit bounds a test's whole use of its browser. It is there to stop a
+// browser that hangs, not to time one: a page renders here in seconds, but
+// .ci/run's race step runs at nice 10, and beside another job at normal
+// priority its Chromium took past two minutes to launch and draw bench's
+// report (TestHTMLChartsDrawInChromium, 2026-11-28). go test's -timeout
+// bounds the rest.
+const limit = 10 * time.Minute
+
 // Context is a chromedp context on a fresh headless browser with a window
 // of w x h, ended with the test or after limit.
-func Context(t *testing.T, w, h int, limit time.Duration) context.Context {
+func Context(t *testing.T, w, h int) context.Context {
 	t.Helper()
 	exe := Browser(t)
 	// Chromium's helper processes can still write to the profile after the

@@ -147,6 +147,9 @@ func (tw twin) closed(n int, sc *scratch) cell {
 	if n < 1 {
 		return c
 	}
+	if c, ok := tw.unbounded(); ok {
+		return c
+	}
 	pending := sc.pending[:0]
 	for i := range n {
 		pending = append(pending, twinReq{slot: i}) // in order: a heap already
@@ -350,6 +353,34 @@ func (tw twin) closed(n int, sc *scratch) cell {
 	}
 	c.ttft, c.itl, c.e2e, c.decode = c.ttft/count, c.itl/count, c.e2e/count, c.decode/count
 	return c
+}
+
+// unbounded is the cell of a law with a coefficient that is not finite: a
+// band's corner whose fit had under one degree of freedom, where Student's
+// t is infinite (linearFit.quantile), slower or quicker without bound. No
+// run event by event can take it: ∞·0 is NaN, and a request whose first
+// token comes at NaN never ends (a fit of kv-cliff/2202 under load, τd at
+// +∞ beside an ITL intercept at −∞, spun here for 51 minutes at n = 1). A
+// law slower without bound anywhere, or not a number, breaks every
+// threshold; one only quicker without bound (an intercept at −∞, its
+// slopes held at zero by shift) meets every one. A band takes its extremes
+// over its corners, so it reads from 0 to no bound either way.
+func (tw twin) unbounded() (cell, bool) {
+	quicker := false
+	for _, law := range [][]float64{tw.ttft, tw.itl} {
+		for _, v := range law {
+			switch {
+			case math.IsNaN(v) || math.IsInf(v, 1):
+				return cell{ttft: math.Inf(1), itl: math.Inf(1), e2e: math.Inf(1)}, true
+			case math.IsInf(v, -1):
+				quicker = true
+			}
+		}
+	}
+	if quicker {
+		return cell{decode: math.Inf(1)}, true
+	}
+	return cell{}, false
 }
 
 // bend is the ITL law's (b−1)² at x = b−1, or past straight its tangent

@@ -136,3 +136,39 @@ func TestPrefillStepsSlowWithTheBatch(t *testing.T) {
 		}
 	}
 }
+
+// A band's corner from a fit with under one degree of freedom has a
+// coefficient at ±∞ (Student's t is infinite there). The twin answers it
+// without running it: run event by event, ∞·0 gave a first token at NaN
+// that never came, and the loop spun (the first law below is a fit of the
+// suite's kv-cliff/2202 under load, read from the goroutine dump of a run
+// that spun for 51 minutes at n = 1).
+func TestTwinOfAnUnboundedLaw(t *testing.T) {
+	inf := math.Inf(1)
+	tests := []struct {
+		name      string
+		ttft, itl []float64
+		holds     bool // every threshold met at every n, or none at any
+	}{
+		{"τd at +∞, the ITL intercept at −∞", []float64{2.526, 3.566, 0, inf, 0}, []float64{-inf, 0, 0, 0, 0, 0}, false},
+		{"the TTFT intercept at +∞", []float64{inf, 0, 0, 0, 0}, []float64{0.01, 0, 0, 0, 0, 0}, false},
+		{"a slope not a number", []float64{0.5, math.NaN(), 0, 0, 0}, []float64{0.01, 0, 0, 0, 0, 0}, false},
+		{"intercepts at −∞, slopes at zero", []float64{-inf, 0, 0, 0, 0}, []float64{-inf, 0, 0, 0, 0, 0}, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tw := twin{output: 1024, input: 65536, kv: 121248, held: 66048, inSteps: true}.with(tc.ttft, tc.itl)
+			cs := &cells{tw: tw}
+			for _, s := range []SLO{{Name: "ttft_seconds", Threshold: 12}, {Name: "itl_seconds", Threshold: 0.05},
+				{Name: "e2e_seconds", Threshold: 60}, {Name: "decode_tokens_per_second", Threshold: 20}} {
+				want := 0.0
+				if tc.holds {
+					want = 129
+				}
+				if got := cs.limit(s, 128); got != want {
+					t.Errorf("%s: limit %g up to 128, want %g", s.Name, got, want)
+				}
+			}
+		})
+	}
+}

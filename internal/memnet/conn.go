@@ -1,6 +1,7 @@
 package memnet
 
 import (
+	"errors"
 	"io"
 	"net"
 	"os"
@@ -21,6 +22,7 @@ const sendBuffer = 4 << 20
 // takes the body and the wait shows in the time to first token.
 type conn struct {
 	net.Conn // the pipe's end: reads, read deadlines, addresses
+	peer     *conn
 
 	wake    chan struct{} // the pump's: bytes were queued
 	room    chan struct{} // the writers': the pump took the queue
@@ -33,13 +35,18 @@ type conn struct {
 	writeDeadline time.Time
 }
 
-// buffered wraps a pipe's end; the pump it starts stops once the end is
-// closed and its queue delivered, or the peer has closed.
-func buffered(c net.Conn) *conn {
-	b := &conn{Conn: c, wake: make(chan struct{}, 1), room: make(chan struct{}, 1),
-		closing: make(chan struct{}), broken: make(chan struct{})}
-	go b.pump()
-	return b
+// buffered wraps both ends of a pipe; the pump each starts stops once its
+// end is closed and its queue delivered, or the peer's pipe end has closed.
+func buffered(client, server net.Conn) (*conn, *conn) {
+	wrap := func(c net.Conn) *conn {
+		return &conn{Conn: c, wake: make(chan struct{}, 1), room: make(chan struct{}, 1),
+			closing: make(chan struct{}), broken: make(chan struct{})}
+	}
+	c, s := wrap(client), wrap(server)
+	c.peer, s.peer = s, c
+	go c.pump()
+	go s.pump()
+	return c, s
 }
 
 // take empties the queue and returns what it held.
@@ -60,9 +67,11 @@ func (b *conn) pump() {
 	for {
 		if p := b.take(); len(p) > 0 {
 			signal(b.room)
-			if _, err := b.Conn.Write(p); err != nil {
+			if _, err := b.Conn.Write(p); err != nil && !errors.Is(err, os.ErrDeadlineExceeded) {
 				return
 			}
+			// A deadline is the peer's Close: what it will never read is
+			// dropped, as its kernel would, and this end still reads.
 			continue
 		}
 		select {
@@ -146,6 +155,11 @@ func (b *conn) Close() error {
 		close(b.closing)
 		// A past deadline ends a read under way now.
 		_ = b.Conn.SetReadDeadline(time.Unix(1, 0))
+		// Nothing reads this end any more, so the peer's pump must not wait
+		// for it: were both ends closed with bytes each way, each pump would
+		// wait for the other. Only Close sets the pipe's write deadline;
+		// SetWriteDeadline bounds the wait for room in the queue.
+		_ = b.peer.Conn.SetWriteDeadline(time.Unix(1, 0))
 	})
 	return nil
 }

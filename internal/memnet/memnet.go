@@ -64,7 +64,7 @@ func (l *Listener) Addr() net.Addr { return l.addr }
 func (l *Listener) Dial(ctx context.Context, _, _ string) (net.Conn, error) {
 	client, server := net.Pipe()
 	if !l.bare {
-		client, server = buffered(client), buffered(server)
+		client, server = buffered(client, server)
 	}
 	var err error
 	select {

@@ -112,3 +112,36 @@ func TestCloseDeliversWhatWasWritten(t *testing.T) {
 		}
 	})
 }
+
+// Two ends that each wrote and closed without reading end their pumps, as
+// two sockets closed at once do: a TLS connection shut down from both sides
+// sends a close_notify each way, and neither side reads it. Before, each
+// pump waited for the other to read, and the test's bubble deadlocked.
+func TestBothEndsCloseUnread(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ln := memnet.Listen()
+		defer ln.Close()
+		accepted := make(chan net.Conn, 1)
+		go func() {
+			peer, err := ln.Accept()
+			if err != nil {
+				t.Error(err)
+			}
+			accepted <- peer
+		}()
+		c, err := ln.Dial(t.Context(), "tcp", "x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		peer := <-accepted
+		for _, end := range []net.Conn{c, peer} {
+			if _, err := end.Write([]byte("close_notify")); err != nil {
+				t.Fatal(err)
+			}
+		}
+		synctest.Wait()
+		c.Close()
+		peer.Close()
+		// synctest.Test fails the test if a pump is still blocked here.
+	})
+}

@@ -27,8 +27,9 @@ func TestFrontier(t *testing.T) {
 	}
 }
 
-// slower returns a copy of rep whose server is slower: TTFT up 30%, speed down 10%.
-func slower(t *testing.T, rep *Report) *Report {
+// roundTrip returns rep as report.json gives it back: saved and loaded, as a
+// resumed sweep or a comparison reads it.
+func roundTrip(t *testing.T, rep *Report) *Report {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "report.json")
 	if err := rep.Save(path); err != nil {
@@ -38,6 +39,13 @@ func slower(t *testing.T, rep *Report) *Report {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return b
+}
+
+// slower returns a copy of rep whose server is slower: TTFT up 30%, speed down 10%.
+func slower(t *testing.T, rep *Report) *Report {
+	t.Helper()
+	b := roundTrip(t, rep)
 	for i := range b.Cells {
 		for j := range b.Cells[i].Requests {
 			q := &b.Cells[i].Requests[j]

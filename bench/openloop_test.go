@@ -3,7 +3,6 @@ package bench
 import (
 	"math"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -66,15 +65,7 @@ func TestOpenLoopHoldsRate(t *testing.T) {
 				if err := newRunner(tg).Run(t.Context(), rep); err != nil {
 					t.Fatal(err)
 				}
-				// Through report.json and back, as a resumed sweep or a comparison reads it.
-				path := filepath.Join(t.TempDir(), "report.json")
-				if err := rep.Save(path); err != nil {
-					t.Fatal(err)
-				}
-				rep, err := Load(path)
-				if err != nil {
-					t.Fatal(err)
-				}
+				rep = roundTrip(t, rep)
 				c, ok := rep.Cell(Key{Mode: "rate", Context: 256, Output: 16, Rate: 20})
 				if !ok || c.Rate == nil {
 					t.Fatalf("no open-loop cell at 20/s in %+v", rep.Cells)

@@ -188,71 +188,72 @@ func TestRunTimings(t *testing.T) {
 	}
 }
 
+// Each failure a probe meets gets its outcome, in a synctest bubble over an
+// in-memory network: a stall past a 200 ms deadline is a stall in virtual
+// time, where on the wall clock of a loaded machine the deadline once passed
+// before the server's headers came (an HTTP status of 0, not 200).
 func TestRunFailures(t *testing.T) {
-	refused := func() string {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := l.Addr().String()
-		l.Close()
-		return "http://" + addr
-	}
 	tests := []struct {
 		name    string
-		handler http.HandlerFunc
-		url     string
+		handler http.HandlerFunc // nil: nothing listens, the connection is refused
 		timeout time.Duration
 		want    Outcome
 		status  int
 	}{
-		{"HTTP 429", script(http.StatusTooManyRequests), "", 0, HTTPError, 429},
-		{"HTTP 500", script(http.StatusInternalServerError), "", 0, HTTPError, 500},
-		{"refused connection", nil, refused(), 0, ConnectError, 0},
+		{"HTTP 429", script(http.StatusTooManyRequests), 0, HTTPError, 429},
+		{"HTTP 500", script(http.StatusInternalServerError), 0, HTTPError, 500},
+		{"refused connection", nil, 0, ConnectError, 0},
 		{"error mid-stream", script(200, then(tokens(10*time.Millisecond, time.Millisecond, 3, 1),
-			step{at: 20 * time.Millisecond, data: `{"error":{"message":"CUDA out of memory","code":500}}`})...), "", 0, StreamError, 200},
-		{"garbled chunk", script(200, then(tokens(10*time.Millisecond, time.Millisecond, 3, 1), step{at: 20 * time.Millisecond, data: `{"choices":[`})...), "", 0, StreamError, 200},
-		{"connection cut", script(200, tokens(10*time.Millisecond, time.Millisecond, 3, 1)...), "", 0, StreamError, 200},
-		{"server ignores min_tokens", script(200, then(tokens(10*time.Millisecond, time.Millisecond, 10, 1), end(20*time.Millisecond, true, 1024, 10)...)...), "", 0, ShortOutput, 200},
-		{"stall past the timeout", script(200, then(tokens(10*time.Millisecond, time.Millisecond, 3, 1), step{at: 5 * time.Second, data: "[DONE]"})...), "", 200 * time.Millisecond, Timeout, 200},
-		{"no content at all", script(200, then([]step{{at: 0, data: roleChunk}}, end(10*time.Millisecond, true, 1024, 0)...)...), "", 0, StreamError, 200},
+			step{at: 20 * time.Millisecond, data: `{"error":{"message":"CUDA out of memory","code":500}}`})...), 0, StreamError, 200},
+		{"garbled chunk", script(200, then(tokens(10*time.Millisecond, time.Millisecond, 3, 1), step{at: 20 * time.Millisecond, data: `{"choices":[`})...), 0, StreamError, 200},
+		{"connection cut", script(200, tokens(10*time.Millisecond, time.Millisecond, 3, 1)...), 0, StreamError, 200},
+		{"server ignores min_tokens", script(200, then(tokens(10*time.Millisecond, time.Millisecond, 10, 1), end(20*time.Millisecond, true, 1024, 10)...)...), 0, ShortOutput, 200},
+		{"stall past the timeout", script(200, then(tokens(10*time.Millisecond, time.Millisecond, 3, 1), step{at: 5 * time.Second, data: "[DONE]"})...), 200 * time.Millisecond, Timeout, 200},
+		{"no content at all", script(200, then([]step{{at: 0, data: roleChunk}}, end(10*time.Millisecond, true, 1024, 0)...)...), 0, StreamError, 200},
 		{"401 echoing the key", func(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, `{"error":"invalid key in header Authorization: `+r.Header.Get("Authorization")+`"}`, http.StatusUnauthorized)
-		}, "", 0, HTTPError, 401},
-		{"usage above what streamed", script(200, then([]step{{at: 10 * time.Millisecond, data: chat("ab")}}, end(20*time.Millisecond, true, 1024, 20)...)...), "", 0, UsageMismatch, 200},
-		{"usage above max_tokens", script(200, then(tokens(10*time.Millisecond, time.Millisecond, 20, 1), end(40*time.Millisecond, true, 1024, 200)...)...), "", 0, UsageMismatch, 200},
-		{"more chunks than tokens", script(200, then(tokens(10*time.Millisecond, time.Millisecond, 15, 1), end(30*time.Millisecond, true, 1024, 10)...)...), "", 0, UsageMismatch, 200},
-		{"more chunks than max_tokens", script(200, then(tokens(10*time.Millisecond, time.Millisecond, 200, 1), end(250*time.Millisecond, false, 0, 0)...)...), "", 0, UsageMismatch, 200},
+		}, 0, HTTPError, 401},
+		{"usage above what streamed", script(200, then([]step{{at: 10 * time.Millisecond, data: chat("ab")}}, end(20*time.Millisecond, true, 1024, 20)...)...), 0, UsageMismatch, 200},
+		{"usage above max_tokens", script(200, then(tokens(10*time.Millisecond, time.Millisecond, 20, 1), end(40*time.Millisecond, true, 1024, 200)...)...), 0, UsageMismatch, 200},
+		{"more chunks than tokens", script(200, then(tokens(10*time.Millisecond, time.Millisecond, 15, 1), end(30*time.Millisecond, true, 1024, 10)...)...), 0, UsageMismatch, 200},
+		{"more chunks than max_tokens", script(200, then(tokens(10*time.Millisecond, time.Millisecond, 200, 1), end(250*time.Millisecond, false, 0, 0)...)...), 0, UsageMismatch, 200},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			url := tc.url
-			if tc.handler != nil {
-				srv := httptest.NewServer(tc.handler)
-				defer srv.Close()
-				url = srv.URL
-			}
-			ctx := context.Background()
-			if tc.timeout > 0 {
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithTimeout(ctx, tc.timeout)
-				defer cancel()
-			}
-			r := Run(ctx, Endpoint{BaseURL: url, APIKey: "sk-secret-value", Client: NewClient(false)}, Request{API: "chat", Model: "m", Prompt: "hi", MaxTokens: 20})
-			if r.Outcome != tc.want || r.Status != tc.status {
-				t.Fatalf("outcome %s status %d (%v), want %s %d", r.Outcome, r.Status, r.Err, tc.want, tc.status)
-			}
-			if r.Err == nil {
-				t.Fatal("a failed probe must carry its error")
-			}
-			if strings.Contains(r.Err.Error(), "sk-secret-value") {
-				t.Fatalf("error leaks the API key: %v", r.Err)
-			}
-			// A stream its deadline cut keeps how far it came: a burst's
-			// probe cut so still has its place by its first token.
-			if tc.want == Timeout && !(r.TTFT > 0 && r.E2E >= r.TTFT) {
-				t.Errorf("a stream cut after its first tokens kept TTFT %v, E2E %v", r.TTFT, r.E2E)
-			}
+			synctest.Test(t, func(t *testing.T) {
+				ln := memnet.Listen()
+				if tc.handler == nil {
+					ln.Close()
+				} else {
+					var stop func()
+					ln, stop = memnet.Serve(tc.handler)
+					defer stop()
+				}
+				client := NewClient(false)
+				client.Transport.(*http.Transport).DialContext = ln.Dial
+				defer client.CloseIdleConnections()
+				ctx := context.Background()
+				if tc.timeout > 0 {
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithTimeout(ctx, tc.timeout)
+					defer cancel()
+				}
+				r := Run(ctx, Endpoint{BaseURL: "http://scripted", APIKey: "sk-secret-value", Client: client}, Request{API: "chat", Model: "m", Prompt: "hi", MaxTokens: 20})
+				if r.Outcome != tc.want || r.Status != tc.status {
+					t.Fatalf("outcome %s status %d (%v), want %s %d", r.Outcome, r.Status, r.Err, tc.want, tc.status)
+				}
+				if r.Err == nil {
+					t.Fatal("a failed probe must carry its error")
+				}
+				if strings.Contains(r.Err.Error(), "sk-secret-value") {
+					t.Fatalf("error leaks the API key: %v", r.Err)
+				}
+				// A stream its deadline cut keeps how far it came: a burst's
+				// probe cut so still has its place by its first token.
+				if tc.want == Timeout && !(r.TTFT > 0 && r.E2E >= r.TTFT) {
+					t.Errorf("a stream cut after its first tokens kept TTFT %v, E2E %v", r.TTFT, r.E2E)
+				}
+			})
 		})
 	}
 }

@@ -591,27 +591,55 @@ func TestDecodersChargeTheirShareOfEachChunk(t *testing.T) {
 }
 
 // The target's other use cases lend a law its slope and with it their
-// reach, never a bend: a bend is the use case's own data's, and reaches as
-// far as they do.
+// reach; a bend reaches as far as the batches it was measured at. Where
+// the other use cases measured one at larger batches, as far as theirs: the bend is the engine's (Bend), and a short
+// prompt's bursts decode in batches a long one's never reach. A lent bend is
+// kept, with its spread in the bands, however faint in this use case's own
+// data; a bend lent from batches no larger than its own adds nothing.
 func TestABendReachesAsFarAsItsData(t *testing.T) {
-	pr := Prior{ITL: Ratio{Value: 0.1, SE: 0.05}, Scale: 0.01, Reach: 64}
+	bent := func(b float64) float64 { return 0.014 + 0.00016*(b-1)*(b-1) }
 	for _, c := range []struct {
-		name string
-		itl  func(b float64) float64
-		want float64
+		name    string
+		itl     func(b float64) float64
+		lent    Bend
+		want    float64
+		bend    bool
+		batches float64
 	}{
-		{"bent", func(b float64) float64 { return 0.014 + 0.00016*(b-1)*(b-1) }, 6},
-		{"straight", func(b float64) float64 { return 0.014 + 0.0005*(b-1) }, 64},
+		{"bent", bent, Bend{}, 6, true, 6},
+		{"straight", func(b float64) float64 { return 0.014 + 0.0005*(b-1) }, Bend{}, 64, false, 6},
+		{"bent, the others' bend measured to 40", bent, Bend{Value: 0.00015, SE: 0.00008, Batches: 40}, 40, true, 6},
+		{"faintly bent, the others' bend measured to 40", func(b float64) float64 { return 0.014 + 0.000001*(b-1)*(b-1) },
+			Bend{Value: 0.00015, SE: 0.00008, Batches: 40}, 40, true, 6},
+		{"bent, the others' bend measured to 5", bent, Bend{Value: 0.00015, SE: 0.00008, Batches: 5}, 6, true, 6},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			pr := Prior{ITL: Ratio{Value: 0.1, SE: 0.05}, Bend: c.lent, Scale: 0.01, Reach: 64}
 			var os []obs
 			for _, b := range []float64{1, 1, 2, 3, 4, 5, 6, 6, 6, 6} {
 				os = append(os, obs{q: 1, a: b, b: b, level: b, itl: c.itl(b), decodeOK: true})
 			}
-			if p := itlPart(os, pr, 0); !p.ok || p.reach != c.want || p.fit.used[curved] != (c.want == 6) {
-				t.Errorf("reach %v, bend %v, want reach %v", p.reach, p.fit.used[curved], c.want)
+			if p := itlPart(os, pr, 0); !p.ok || p.reach != c.want || p.fit.used[curved] != c.bend || p.batches != c.batches {
+				t.Errorf("reach %v, bend %v, batches %v; want reach %v, bend %v, batches %v", p.reach, p.fit.used[curved], p.batches, c.want, c.bend, c.batches)
 			}
 		})
+	}
+}
+
+// The others' bends pool as one random-effects mean, from the use cases
+// whose own data kept one, reaching as far as the furthest of them.
+func TestPoolLendsTheBend(t *testing.T) {
+	others := []Slopes{
+		{Bend: Bend{Value: 0.0002, SE: 0.00002, Batches: 64}},
+		{Bend: Bend{Value: 0.0003, SE: 0.00003, Batches: 30}},
+		{},
+	}
+	b := Pool(others, 1000).Bend
+	if !(b.Value > 0.0002 && b.Value < 0.0003) || b.Batches != 64 || !(b.SE >= priorSpread*b.Value) {
+		t.Errorf("lent bend %+v, want between the two, from 64 batches, its SE at least half of it", b)
+	}
+	if b := Pool(others[2:], 1000).Bend; b != (Bend{}) {
+		t.Errorf("with no bend measured, lent %+v", b)
 	}
 }
 
@@ -973,7 +1001,7 @@ func TestAPriorDoesNotOverrideTheData(t *testing.T) {
 	if !ok {
 		t.Fatal("not fitted")
 	}
-	f, _ := fitLinear(x, y, groups, nonneg, slopePrior{value: 0.055, sd: 0.05, s2: own.scale * own.scale}, 0)
+	f, _ := fitLinear(x, y, groups, nonneg, slopePrior{rows: []priorRow{{col: 1, value: 0.055, sd: 0.05}}, s2: own.scale * own.scale}, 0)
 	if math.Abs(f.beta[1]-1.2) > 0.05*1.2 {
 		t.Errorf("slope %.3f with a prior of 0.055 ± 0.05, want 1.2 within 5%% (%.3f without it)", f.beta[1], own.beta[1])
 	}

@@ -80,11 +80,26 @@ func cols(used []bool) int {
 // counts for (fitLinear's scale0).
 const pooled = 2.0
 
-// slopePrior is what is known of a slope before the data: its value and
-// standard deviation; sd 0 for nothing. s2 (> 0) is the data's own
-// relative residual variance, from their fit without the prior: what the
-// prior's row weighs against.
-type slopePrior struct{ value, sd, s2 float64 }
+// slopePrior is what is known of a law's slopes before the data: per
+// column, its value and standard deviation (rows; none for nothing). s2
+// (> 0) is the data's own relative residual variance, from their fit
+// without the prior: what the prior's rows weigh against.
+type slopePrior struct {
+	rows []priorRow
+	s2   float64
+}
+
+// priorRow is what is known of one coefficient, column col, before the
+// data: its value and standard deviation (sd > 0).
+type priorRow struct {
+	col       int
+	value, sd float64
+}
+
+// on says whether the prior knows column j.
+func (p slopePrior) on(j int) bool {
+	return slices.ContainsFunc(p.rows, func(r priorRow) bool { return r.col == j })
+}
 
 // fitLinear fits y on the columns of x (x[i][j]: observation i, column j;
 // column 0 is the intercept) by iteratively reweighted least squares with
@@ -94,8 +109,8 @@ type slopePrior struct{ value, sd, s2 float64 }
 // A column the data do not vary along is dropped; ok is false when not even
 // the intercept is fitted.
 //
-// A prior on column 1 (sd > 0) joins the data as one more observation of
-// that slope alone, whose variance is prior.sd²: a ridge toward what the
+// Each row of a prior joins the data as one more observation of its
+// coefficient alone, whose variance is its sd²: a ridge toward what the
 // target's other use cases say, which the use case's own data outweigh as
 // they come. scale0 (> 0) is a relative residual scale known from
 // elsewhere (the target's other use cases), worth two observations' say
@@ -105,16 +120,19 @@ func fitLinear(x [][]float64, y []float64, groups []int, nonneg []bool, prior sl
 	k, nObs := len(nonneg), len(y)
 	f.used, f.varies = make([]bool, k), make([]bool, k)
 	for j := range k {
-		f.varies[j] = j == 0 || spread(x, j) || j == 1 && prior.sd > 0
+		f.varies[j] = j == 0 || spread(x, j) || prior.on(j)
 		f.used[j] = f.varies[j]
 	}
-	if prior.sd > 0 {
-		// The prior's row: y = slope, in its own column; its weight is set
-		// each round from the scale (w = σ²/sd²), so that it is worth its
-		// variance whatever the data's.
-		row := make([]float64, k)
-		row[1] = 1
-		x, y = append(slices.Clone(x), row), append(slices.Clone(y), prior.value)
+	if len(prior.rows) > 0 {
+		// The prior's rows: y = the coefficient, in its own column; each
+		// one's weight is set each round from the scale (w = σ²/sd²), so
+		// that it is worth its variance whatever the data's.
+		x, y = slices.Clone(x), slices.Clone(y)
+		for _, r := range prior.rows {
+			row := make([]float64, k)
+			row[r.col] = 1
+			x, y = append(x, row), append(y, r.value)
+		}
 	}
 	// Latency noise is multiplicative (a probe meets a busier or quieter
 	// moment in proportion to its length), so each observation weighs as
@@ -134,10 +152,7 @@ func fitLinear(x [][]float64, y []float64, groups []int, nonneg []bool, prior sl
 			ss += w[i] * f.resid[i] * f.resid[i]
 			sw += rw[i]
 		}
-		p := -1 // the prior's column is not the data's to pay for
-		if prior.sd == 0 {
-			p = 0
-		}
+		p := -len(prior.rows) // the prior's columns are not the data's to pay for
 		for _, u := range f.used {
 			if u {
 				p++
@@ -153,7 +168,7 @@ func fitLinear(x [][]float64, y []float64, groups []int, nonneg []bool, prior sl
 		return (ss*float64(nObs)/sw + nu*scale0*scale0) / df, df
 	}
 	setPrior := func() {
-		if prior.sd > 0 {
+		if len(prior.rows) > 0 {
 			// Against the data's own scatter, not their residuals about
 			// this fit: those grow as the prior pulls the fit from the
 			// data, and a prior weighed by them pulls harder the further
@@ -169,11 +184,13 @@ func fitLinear(x [][]float64, y []float64, groups []int, nonneg []bool, prior sl
 				// scale, or a probe's typical 10%.
 				s2 = math.Max(scale0*scale0, typicalScale*typicalScale)
 			}
-			base[nObs], rw[nObs] = 1, 1
-			w[nObs] = s2 / (prior.sd * prior.sd)
+			for i, r := range prior.rows {
+				base[nObs+i], rw[nObs+i] = 1, 1
+				w[nObs+i] = s2 / (r.sd * r.sd)
+			}
 		}
 	}
-	if prior.sd > 0 {
+	if len(prior.rows) > 0 {
 		f.resid = make([]float64, len(y))
 		setPrior()
 	}
@@ -275,7 +292,7 @@ func (f *linearFit) clustered(x [][]float64, w, resid []float64, groups []int, i
 	index := map[int]int{} // a group's place in scores, in order of appearance: sums in one order
 	var scores [][]float64
 	for i := range resid {
-		g := -1 // the prior's row: a group of its own
+		g := len(groups) - 1 - i // each prior row: a group of its own
 		if i < len(groups) {
 			g = groups[i]
 		}

@@ -539,8 +539,15 @@ func itlPart(os []obs, pr Prior, prefill float64) part {
 	if gap > 0 {
 		most = math.Min(most, gap)
 	}
-	p.fitTo(x, y, groups, pr.ITL, pr, fitITL(most))
-	if p.ok && p.fit.used[curved] && p.fit.beta[curved] < p.fit.quantile()*math.Sqrt(p.fit.cov[curved][curved]) {
+	// The other use cases lend their bend where their batches reached
+	// further than this one's: the engine turns compute-bound at a batch,
+	// whatever the prompt (Bend).
+	var lent []priorRow
+	if b := pr.Bend; b.Value > 0 && b.SE > 0 && b.Batches > measured {
+		lent = []priorRow{{col: curved, value: b.Value, sd: b.SE}}
+	}
+	p.fitTo(x, y, groups, pr.ITL, pr, fitITL(most), lent...)
+	if p.ok && len(lent) == 0 && p.fit.used[curved] && p.fit.beta[curved] < p.fit.quantile()*math.Sqrt(p.fit.cov[curved][curved]) {
 		// A bend the data cannot tell from noise is left out of the
 		// estimate: with it, a line's noise would bend the extrapolation
 		// either way. The lower bound still allows for it (wide).
@@ -572,9 +579,16 @@ func itlPart(os []obs, pr Prior, prefill float64) part {
 	}
 	p.batches = measured
 	if p.ok && p.fit.used[curved] {
-		// The other use cases lend a slope, never a bend: a bend is this
-		// use case's own data's, and reaches as far as they do.
+		// A bend reaches as far as the batches it was measured at: this
+		// use case's own, or the others' where they lent it. The
+		// optimistic bound still takes it no further than this use case's
+		// own batches (batches): how the others' bend carries over to this
+		// prompt's sequences is the lending's assumption, not a
+		// measurement.
 		p.reach = measured
+		if len(lent) > 0 {
+			p.reach = math.Max(measured, pr.Bend.Batches)
+		}
 	}
 	if p.ok && p.fit.used[2] {
 		// A server that fixes a request's speed on arrival (δa > 0) was
@@ -592,7 +606,7 @@ func itlPart(os []obs, pr Prior, prefill float64) part {
 // between the others' ratios (randomEffects), the slope is held to within
 // priorSpread of its value, and a use case's own bursts soon outweigh
 // either.
-func (p *part) fitTo(x [][]float64, y []float64, groups []int, r Ratio, pr Prior, fitWith fitter) {
+func (p *part) fitTo(x [][]float64, y []float64, groups []int, r Ratio, pr Prior, fitWith fitter, lent ...priorRow) {
 	if len(y) == 0 {
 		return
 	}
@@ -607,17 +621,18 @@ func (p *part) fitTo(x [][]float64, y []float64, groups []int, r Ratio, pr Prior
 	if !ok {
 		return
 	}
-	var m, sd float64
+	rows := slices.Clone(lent)
 	switch work := own.beta[0] - r.Fixed; {
 	case r.Slope > 0:
-		m, sd = r.Slope, math.Hypot(priorSpread*r.Slope, r.SlopeSE)
+		rows = append(rows, priorRow{col: 1, value: r.Slope, sd: math.Hypot(priorSpread*r.Slope, r.SlopeSE)})
 	case r.SE > 0 && r.Value > 0 && work > 0:
 		// r.SE is already the spread between use cases (Pool).
-		m, sd = r.Value*work, r.SE*work
-	default:
+		rows = append(rows, priorRow{col: 1, value: r.Value * work, sd: r.SE * work})
+	}
+	if len(rows) == 0 {
 		return
 	}
-	p.fit, p.ok = fitWith(x, y, groups, nonneg, slopePrior{value: m, sd: sd, s2: own.scale * own.scale}, scale0)
+	p.fit, p.ok = fitWith(x, y, groups, nonneg, slopePrior{rows: rows, s2: own.scale * own.scale}, scale0)
 	p.reach = math.Max(p.reach, pr.Reach)
 }
 
@@ -652,9 +667,22 @@ func (p part) slope() bool { return p.ok && p.fit.varies[1] }
 // hold. The zero Prior knows nothing.
 type Prior struct {
 	TTFT, ITL Ratio
+	Bend      Bend
 	Scale     float64
 	Reach     float64
 }
+
+// Bend is a decode step's bend, δ2 of the ITL law, as one use case's own
+// data measured it (Value, its standard error SE), or as the target's
+// other use cases lend it (SE then counts their spread), and the batches
+// it was measured at (Batches). A step grows faster than its batch where
+// the engine turns compute-bound: each sequence in a step is one token of
+// the weights' matrix products, whatever its context, so the bend is the
+// engine's, not the prompt's, and a cheap short prompt's bursts, which
+// reach large batches, measure it for a long one's, whose bursts cannot
+// (each of its short probes decodes beside the few whose prefill ended
+// near its own). Zero: none known.
+type Bend struct{ Value, SE, Batches float64 }
 
 // scale is the relative residual scale a fit starts from: the target's
 // other use cases', or a probe's typical scatter where none is known.
@@ -688,6 +716,7 @@ const priorSpread = 0.5
 // reach.
 type Slopes struct {
 	TTFT, ITL    Slope
+	Bend         Bend
 	Scale, Reach float64
 	// Held is the KV tokens one of its requests holds (UseCase.held): what
 	// each sequence of its batch reads in a decode step.
@@ -702,10 +731,14 @@ func Ratios(u UseCase, points []Point) Slopes {
 	os := observations(points, u.held())
 	out := Slopes{Held: u.held()}
 	ttft := ttftPart(os, Prior{})
+	itl := itlPart(os, Prior{}, ttft.prefill())
+	if f := itl.fit; itl.ok && f.used[curved] && f.cov[curved][curved] > 0 && !math.IsInf(f.cov[curved][curved], 0) {
+		out.Bend = Bend{Value: f.beta[curved], SE: math.Sqrt(f.cov[curved][curved]), Batches: itl.batches}
+	}
 	for _, p := range []struct {
 		part part
 		to   *Slope
-	}{{ttft, &out.TTFT}, {itlPart(os, Prior{}, ttft.prefill()), &out.ITL}} {
+	}{{ttft, &out.TTFT}, {itl, &out.ITL}} {
 		f := p.part.fit
 		if !p.part.ok || !(f.beta[0] > 0) {
 			continue
@@ -754,6 +787,17 @@ func Pool(others []Slopes, held float64) Prior {
 	out.ITL = pool(func(s Slopes) Slope { return s.ITL })
 	if m, se, ok := perSequence(others, held); ok {
 		out.ITL.Slope, out.ITL.SlopeSE = m, se
+	}
+	var bends, bendSEs []float64
+	batches := 0.0
+	for _, o := range others {
+		if o.Bend.Value > 0 && o.Bend.SE > 0 {
+			bends, bendSEs = append(bends, o.Bend.Value), append(bendSEs, o.Bend.SE)
+			batches = math.Max(batches, o.Bend.Batches)
+		}
+	}
+	if m, se, ok := randomEffects(bends, bendSEs); ok {
+		out.Bend = Bend{Value: m, SE: se, Batches: batches}
 	}
 	var scales []float64
 	for _, o := range others {

@@ -116,6 +116,17 @@ func reason(e capacity.Estimate, state string, now time.Time) string {
 		if s.Name == "decode_tokens_per_second" {
 			cmp, v = "below the minimum", s.Threshold*(1+s.Margin)
 		}
+		if math.IsNaN(e.Capacity) {
+			// No placed laws: the margin is what the window's probes met at
+			// the loads production made, not a reading for one more request.
+			out := fmt.Sprintf("Breached: the window's probes met %s %s, %s of %s; the load now is %s.", sloTitle(s.Name), withUnit(v, s.Name), cmp, withUnit(s.Threshold, s.Name), short(e.Load))
+			if e.Bound != "" {
+				// The bound counts requests of this shape alone; the load,
+				// every shape production sends (a 96K prompt costs more).
+				out += fmt.Sprintf(" Alone, at least %.1f of its requests together fit: the load counts every shape.", e.Lower)
+			}
+			return out + " It recovers as the load falls, or with more replicas."
+		}
 		out := fmt.Sprintf("Breached: one more request at the load now (%s) would get %s %s, %s of %s.", short(e.Load), sloTitle(s.Name), withUnit(v, s.Name), cmp, withUnit(s.Threshold, s.Name))
 		if e.Load > e.Capacity {
 			return out + fmt.Sprintf(" It recovers once the load falls under the capacity (%.1f), or with more replicas.", e.Capacity)

@@ -130,4 +130,13 @@ func TestBreachReason(t *testing.T) {
 	if got := reason(e, state(e), t0); got != want {
 		t.Errorf("reason:\n got %s\nwant %s", got, want)
 	}
+	// A bound's margin is the window's probes', what users met; the bound
+	// counts its shape alone, the load every shape (the demo's page: code
+	// completion "≥ 29.6" beside a breach at a load of 9).
+	b := capacity.Estimate{UseCase: "code-completion", Load: 9, Capacity: math.NaN(), Bound: "lower", Lower: 29.6, Upper: 218, Margin: -1.05,
+		SLOs: []capacity.SLO{{Name: "e2e_seconds", Threshold: 2, Value: 4.1, Margin: -1.05}}}
+	want = "Breached: the window's probes met end-to-end time 4.1 s, above the maximum of 2 s; the load now is 9. Alone, at least 29.6 of its requests together fit: the load counts every shape. It recovers as the load falls, or with more replicas."
+	if got := reason(b, state(b), t0); got != want {
+		t.Errorf("a bound's breach:\n got %s\nwant %s", got, want)
+	}
 }

@@ -759,8 +759,9 @@ func Ratios(u UseCase, points []Point) Slopes {
 // slope over its intercept less it, pooled as a random-effects mean
 // (randomEffects): the ratios differ between prompt lengths by more than
 // their standard errors, so the prior for one more use case is a draw
-// from their spread, not their mean. The scale is their median, the reach
-// their most.
+// from their spread, not their mean. The bends their own data kept pool
+// the same way, as themselves (Bend), reaching as far as the furthest of
+// their batches. The scale is their median, the reach their most.
 func Pool(others []Slopes, held float64) Prior {
 	var out Prior
 	pool := func(get func(Slopes) Slope) Ratio {

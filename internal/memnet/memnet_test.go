@@ -85,21 +85,8 @@ func TestCloseDeliversWhatWasWritten(t *testing.T) {
 		}
 		c.Close()
 
-		accepted := make(chan net.Conn, 1)
-		go func() {
-			peer, err := ln.Accept()
-			if err != nil {
-				t.Error(err)
-			}
-			accepted <- peer
-		}()
-		c, err = ln.Dial(t.Context(), "tcp", "x")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if peer := <-accepted; peer != nil {
-			defer peer.Close()
-		}
+		c, peer := connect(t, ln)
+		defer peer.Close()
 		read := make(chan error)
 		go func() {
 			_, err := c.Read(make([]byte, 1))
@@ -121,19 +108,7 @@ func TestBothEndsCloseUnread(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ln := memnet.Listen()
 		defer ln.Close()
-		accepted := make(chan net.Conn, 1)
-		go func() {
-			peer, err := ln.Accept()
-			if err != nil {
-				t.Error(err)
-			}
-			accepted <- peer
-		}()
-		c, err := ln.Dial(t.Context(), "tcp", "x")
-		if err != nil {
-			t.Fatal(err)
-		}
-		peer := <-accepted
+		c, peer := connect(t, ln)
 		for _, end := range []net.Conn{c, peer} {
 			if _, err := end.Write([]byte("close_notify")); err != nil {
 				t.Fatal(err)
@@ -144,4 +119,27 @@ func TestBothEndsCloseUnread(t *testing.T) {
 		peer.Close()
 		// synctest.Test fails the test if a pump is still blocked here.
 	})
+}
+
+// connect dials ln and returns both ends: the dialed one and the one ln
+// accepted.
+func connect(t *testing.T, ln *memnet.Listener) (c, peer net.Conn) {
+	t.Helper()
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		peer, err := ln.Accept()
+		if err != nil {
+			t.Error(err)
+		}
+		accepted <- peer
+	}()
+	c, err := ln.Dial(t.Context(), "tcp", "x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	peer = <-accepted
+	if peer == nil {
+		t.Fatal("the listener accepted nothing")
+	}
+	return c, peer
 }

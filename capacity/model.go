@@ -283,6 +283,8 @@ type part struct {
 	// batches is the largest batch the ITL law's data decoded in: how far
 	// they measured its bend, whatever δa's reach.
 	batches float64
+	// least is the smallest batch the ITL law's data decoded in.
+	least float64
 	// wide is the fit with a term the data could not tell from noise
 	// still in it (the bend): not telling it from zero is not knowing it
 	// is zero, so the pessimistic bound is taken from this fit as well.
@@ -517,11 +519,13 @@ func itlPart(os []obs, pr Prior, prefill float64) part {
 	var y []float64
 	var groups []int
 	arrived := 0.0
+	p.least = math.Inf(1)
 	for _, o := range os {
 		if o.decodeOK && o.itl > 0 && !math.IsInf(o.itl, 0) {
 			r := itlRow(o.b, o.a, o.prefilling, (o.b-1)*(o.b-1), o.kv)
 			x, y, groups = append(x, r[:]), append(y, o.itl), append(groups, o.group)
 			p.reach, arrived = math.Max(p.reach, o.b), math.Max(arrived, o.a)
+			p.least = math.Min(p.least, o.b)
 		}
 	}
 	measured := p.reach
@@ -975,6 +979,11 @@ func fit(slos []SLO, os []obs, stat string, shape twin, pr Prior) *fitted {
 	ttft := ttftPart(os, pr)
 	itl := itlPart(os, pr, ttft.prefill())
 	shape.inSteps = decoders(&ttft, itl)
+	if itl.ok && !(itl.fit.beta[0] > 0) {
+		// A decode step at a batch of one at or below zero: the line
+		// holds only over the batches its data decoded in (twin.least).
+		shape.least = itl.least
+	}
 	if stat != "mean" && stat != "" {
 		// A percentile is the mean's law shifted by the residuals' own
 		// percentile: the noise around the law, not the law, sets it.

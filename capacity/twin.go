@@ -39,6 +39,18 @@ type twin struct {
 	// straight > 0: past that many others in its batch, the bend goes on
 	// as its tangent there (the optimistic bound's law, fit).
 	straight float64
+	// least > 1: the smallest batch the ITL law's data decoded in, where
+	// its line falls to zero or below at a batch of one (fit). Below it
+	// the step holds its value there: a line fitted where production never
+	// left the server idle, to batches of 6 to 17, says nothing of a step
+	// at 1 (itl-during-decode/5304 under load: δ0 −4.5 ms beside steps of
+	// 18 and 131 ms measured, a request decoding alone at 10⁹ tokens/s),
+	// and a step never shortens as its batch grows, so the step at the
+	// least batch bounds every smaller one's from above. A line above zero
+	// at one is the law's own word there, and is kept: held at the least
+	// batch, production's 6 decoding had placed code completion's capacity
+	// of 3 at 0 (itl-at-arrival/5304 under load).
+	least float64
 	// inSteps: the engine prefills in steps that also decode (decoders),
 	// so that every decoding sequence lengthens every prefill, a prompt's
 	// own and each one's ahead of it: a prompt's wait stretches with the
@@ -209,7 +221,8 @@ func (tw twin) closed(n int, sc *scratch) cell {
 		// The step at this batch, less the arrivals' term, which is each
 		// request's own: δa per request in flight it arrived into beyond
 		// the batch.
-		row := itlRow(batch, batch, 0, tw.bend(batch-1), tw.beyond)
+		b := math.Max(batch, tw.least)
+		row := itlRow(b, b, 0, tw.bend(b-1), tw.beyond)
 		step, arrivals := decodeStep(tw.itl, row[:]), tw.itl[2]
 		for i, o := range active {
 			if o.first > now {

@@ -172,3 +172,32 @@ func TestTwinOfAnUnboundedLaw(t *testing.T) {
 		})
 	}
 }
+
+// Below the least batch its data decoded in, the ITL law's step holds its
+// value there: a line fitted where production never left the server idle
+// can fall below zero at a batch of 1 (itl-during-decode/5304 under load:
+// δ0 −4.5 ms beside steps of 18 and 131 ms measured), and the twin had a
+// request decoding alone at 10⁹ tokens/s, a decode threshold never reached.
+func TestStepHoldsBelowTheLeastBatch(t *testing.T) {
+	law := []float64{-0.0045, 0.005, 0, 0, 0.0002, 0} // δ0, δb, δa, δp, δ2, δk
+	step := func(b float64) float64 { return law[0] + law[1]*(b-1) + law[4]*(b-1)*(b-1) }
+	for _, tc := range []struct {
+		name  string
+		least float64
+		want  float64 // tokens/s of one request alone
+	}{
+		{"measured from a batch of 6", 6, 1 / step(6)},
+		{"measured from a batch of 11", 11, 1 / step(11)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tw := twin{output: 64, least: tc.least}.with([]float64{0.1, 0, 0, 0, 0}, law)
+			c := tw.closed(1, new(scratch))
+			if math.Abs(c.decode-tc.want) > 1e-6*tc.want {
+				t.Errorf("one request alone decodes at %.4g tokens/s, want %.4g (the step at batch %.0f)", c.decode, tc.want, tc.least)
+			}
+		})
+	}
+	if step(1) >= 0 {
+		t.Fatalf("the law's step at a batch of 1 is %.4f s: the case is one below zero", step(1))
+	}
+}

@@ -123,6 +123,30 @@ func fitLinear(x [][]float64, y []float64, groups []int, nonneg []bool, prior sl
 		f.varies[j] = j == 0 || spread(x, j) || prior.on(j)
 		f.used[j] = f.varies[j]
 	}
+	// A term beyond the law's intercept and its slope is fitted only where
+	// the observations leave the fit a degree of freedom of its own: one
+	// that passes through every observation absorbs their noise into its
+	// coefficients and has nothing to check them by (noise/4's chatbot
+	// under load: two lone probes, one of them a 7x outlier, fitted δ0, δa
+	// and δ2 through both, a step of 122 ms against the 10 ms measured
+	// alone and a capacity of 0 between bounds of 0 and 0). The slope
+	// itself is fitted from two observations (MinSamples), its scatter
+	// from elsewhere; the prior's columns are not the data's to pay for.
+	for {
+		own, last := 0, -1
+		for j, u := range f.used {
+			if u && !prior.on(j) {
+				own++
+				if j >= 2 {
+					last = j
+				}
+			}
+		}
+		if own < nObs || last < 0 {
+			break
+		}
+		f.used[last] = false
+	}
 	if len(prior.rows) > 0 {
 		// The prior's rows: y = the coefficient, in its own column; each
 		// one's weight is set each round from the scale (w = σ²/sd²), so
@@ -390,6 +414,12 @@ func mad(r []float64) float64 {
 // has at most itlKV + 1.
 const maxCols = 8
 
+// pivotTolerance is the share of a column's own scale below which its
+// pivot is rounding: float64's 1e-16, grown by the elimination's few
+// steps and the columns' condition (a latency's columns span requests
+// from 1 to thousands, their squares to millions).
+const pivotTolerance = 1e-10
+
 // weightedLS solves the weighted normal equations over the used columns;
 // beta is zero for the others, and inv (where wantInv) is (XᵀWX)⁻¹ laid
 // out over all columns (zero where not used). solved is false when the
@@ -425,7 +455,17 @@ func weightedLS(x [][]float64, y, w []float64, used []bool, wantInv bool) (beta 
 			a[s][2*p] += w[i] * r[js] * y[i]
 		}
 	}
-	// Gauss-Jordan with partial pivoting: at most six columns.
+	// Gauss-Jordan with partial pivoting: at most six columns. A column is
+	// a combination of the ones before it where its pivot has fallen to
+	// rounding against its own scale (its diagonal before elimination,
+	// Σ w·x²). Measured against what was left of it, the rounding's residue
+	// passed for a pivot, and a system of more columns than observations
+	// was solved, its coefficients that residue's: 625 solves in one run of
+	// noise/4 under load (TestWeightedLSRefusesASingularSystem).
+	var scale [maxCols]float64
+	for c := range p {
+		scale[c] = a[c][c]
+	}
 	for c := range p {
 		piv := c
 		for r := c + 1; r < p; r++ {
@@ -433,7 +473,7 @@ func weightedLS(x [][]float64, y, w []float64, used []bool, wantInv bool) (beta 
 				piv = r
 			}
 		}
-		if math.Abs(a[piv][c]) < 1e-12*(1+math.Abs(a[c][c])) {
+		if !(math.Abs(a[piv][c]) > pivotTolerance*scale[c]) {
 			return nil, nil, false
 		}
 		rows[c], rows[piv] = rows[piv], rows[c]

@@ -507,19 +507,19 @@ func TestFitLinear(t *testing.T) {
 	}
 }
 
-// A fit never passes through every observation with more than the law's
-// intercept and slope: two lone probes, one a 7x outlier, at batches of
-// 1.7 and 6.5 that had arrived into 1 and 6 requests (noise/4's chatbot
-// under load), fitted δ0, δb, δa and δ2 through both (four columns on two
-// observations, the solver's rounding taken for a pivot), a step of 122 ms
-// against the 10 ms measured alone. The arrival term and the bend go; the
-// slope stays, as two observations make a line (MinSamples).
 // row is the ITL law's columns as a slice.
 func row(b, a, bend float64) []float64 {
 	r := itlRow(b, a, 0, bend, 0)
 	return r[:]
 }
 
+// A fit never passes through every observation with more than the law's
+// intercept and slope: two lone probes, one a 7x outlier, at batches of
+// 1.7 and 6.5 that had arrived into 1 and 6 requests (noise/4's chatbot
+// under load), fitted δ0, δb, δa and δ2 through both (three columns of
+// its own on two observations), a step of 122 ms against the 10 ms
+// measured alone. The arrival term and the bend go; the slope stays, as
+// two observations make a line (MinSamples).
 func TestAFitKeepsADegreeOfFreedom(t *testing.T) {
 	x := [][]float64{row(1.7, 1, 0.7*0.7), row(6.5, 6, 5.5*5.5)}
 	y := []float64{0.0099, 0.1347}

@@ -181,6 +181,9 @@ func TestTwinOfAnUnboundedLaw(t *testing.T) {
 func TestStepHoldsBelowTheLeastBatch(t *testing.T) {
 	law := []float64{-0.0045, 0.005, 0, 0, 0.0002, 0} // δ0, δb, δa, δp, δ2, δk
 	step := func(b float64) float64 { return law[0] + law[1]*(b-1) + law[4]*(b-1)*(b-1) }
+	if step(1) >= 0 {
+		t.Fatalf("the law's step at a batch of 1 is %.4f s: the case is one below zero", step(1))
+	}
 	for _, tc := range []struct {
 		name  string
 		least float64
@@ -196,8 +199,5 @@ func TestStepHoldsBelowTheLeastBatch(t *testing.T) {
 				t.Errorf("one request alone decodes at %.4g tokens/s, want %.4g (the step at batch %.0f)", c.decode, tc.want, tc.least)
 			}
 		})
-	}
-	if step(1) >= 0 {
-		t.Fatalf("the law's step at a batch of 1 is %.4f s: the case is one below zero", step(1))
 	}
 }

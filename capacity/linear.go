@@ -460,8 +460,8 @@ func weightedLS(x [][]float64, y, w []float64, used []bool, wantInv bool) (beta 
 	// rounding against its own scale (its diagonal before elimination,
 	// Σ w·x²). Measured against what was left of it, the rounding's residue
 	// passed for a pivot, and a system of more columns than observations
-	// was solved, its coefficients that residue's: 625 solves in one run of
-	// noise/4 under load (TestWeightedLSRefusesASingularSystem).
+	// was solved, its coefficients that residue's, in runs of noise/4
+	// under load (TestWeightedLSRefusesASingularSystem).
 	var scale [maxCols]float64
 	for c := range p {
 		scale[c] = a[c][c]

@@ -47,10 +47,16 @@ func TestCIStopsOnlyThePrometheusItStarted(t *testing.T) {
 		"go":        "exit 0",
 		"id":        "echo 0",
 		"systemctl": "exit 1", // a container: no systemd
+		// The install returns once its stand-in runs under its name, as
+		// a server the package started does: a child its shell has not
+		// yet exec'd is named after the shell, and pgrep -x prometheus
+		// missed it on a loaded machine (4 runs in 60).
 		"apt-get": `case " $* " in *" install "*)
   ` + prom + ` 300 </dev/null >/dev/null 2>&1 &
-  echo $! >> ` + pids + `
-  echo $! > ` + filepath.Join(dir, "installed") + ` ;;
+  pid=$!
+  while read comm 2>/dev/null </proc/$pid/comm && [ "$comm" != prometheus ]; do :; done
+  echo $pid >> ` + pids + `
+  echo $pid > ` + filepath.Join(dir, "installed") + ` ;;
 esac`,
 		"pkill": `while read p; do kill $p; done < ` + pids,
 	}

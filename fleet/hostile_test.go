@@ -109,16 +109,33 @@ func TestFileSDErrorLoggedIntoItsDirectoryOnce(t *testing.T) {
 	defer log.Close()
 	logger := slog.New(slog.NewTextHandler(log, nil))
 	startFleet(t, logger, fmt.Sprintf("discovery:\n  - file_sd_configs: [{files: [%q]}]\n", filepath.Join(dir, "*.json")))
-	// The first error comes before the directory is watched; any line the
-	// daemon logs after it starts the loop.
-	time.Sleep(500 * time.Millisecond)
+	// The first error comes before the directory is watched (file_sd
+	// watches at the end of its refresh); any line the daemon logs after
+	// the watch starts the loop. Waited for, not slept for: on a loaded
+	// machine the first refresh may come after a fixed sleep.
+	path := filepath.Join(dir, "headroom.log")
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(b), "Error reading file") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no error for the invalid file within 20 s; log:\n%s", b)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(500 * time.Millisecond) // for the watch, set after the error line
 	logger.Info("a probe's line")
 	time.Sleep(2 * time.Second)
-	b, err := os.ReadFile(filepath.Join(dir, "headroom.log"))
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if n := strings.Count(string(b), "Error reading file"); n < 1 || n > 2 {
-		t.Errorf("the file's error was logged %d times in 2.5 s, want once", n)
+		t.Errorf("the file's error was logged %d times by 2.5 s after it first was, want once", n)
 	}
 }

@@ -1,0 +1,103 @@
+package capacity_test
+
+import (
+	"math"
+	"testing"
+
+	"github.com/headroom-dev/headroom/capacity"
+	"github.com/headroom-dev/headroom/config"
+	"github.com/headroom-dev/headroom/internal/scripted"
+)
+
+// The twin, given the coefficients a scripted law's physics puts in the
+// model's terms, places the law's own capacity (scripted.Law.Truth, its
+// engine run without headroom) within 5% or 1 request, for every default
+// use case of ten draws of each family whose law the model's terms state:
+// what is left of the suite's misses on these families is the fit's, not
+// the twin's. The power laws (a step growing as a power of the batch, which
+// the twin's bend only approximates), noise and restarts are left out.
+//
+// Until 2026-11-29 the twin charged a request arriving behind a prompt
+// that was halfway through its prefill, on an engine that prefills first
+// come first served, that prompt's whole prefill: fcfs-prefill's closed
+// loops, whose second round arrives while the first's last prompts
+// prefill, were placed up to 16% low, 8 of the 50 more than 5% and 1
+// request off. Under -race, ten times slower and adding nothing to pure
+// arithmetic, two draws of each (seeds 1 and 2 held that fault too).
+func TestTwinPlacesAKnownLawsCapacity(t *testing.T) {
+	draws := uint64(10)
+	if raceEnabled {
+		draws = 2
+	}
+	inputs := map[string]int{}
+	for _, sc := range config.DefaultScenarios() {
+		inputs[sc.Name] = sc.InputTokens
+	}
+	for _, f := range scripted.Families() {
+		switch f.Name {
+		case "linear", "decode-bound", "kv-cliff", "chunked-prefill", "fcfs-prefill":
+		default:
+			continue
+		}
+		t.Run(f.Name, func(t *testing.T) {
+			t.Parallel()
+			for seed := uint64(1); seed <= draws; seed++ {
+				l := f.Draw(seed)
+				for _, cu := range config.DefaultUseCases() {
+					u := capacity.UseCase{Name: cu.Name, InputTokens: inputs[cu.Scenario], OutputTokens: cu.OutputTokens,
+						TTFTMax: cu.TTFTMax.Seconds(), E2EMax: cu.E2EMax.Seconds(), DecodeMin: cu.DecodeMinTPS}
+					ttft, itl, inSteps := coefficients(l, u)
+					want := l.Truth(u.InputTokens, u.OutputTokens, cu)
+					got := capacity.TwinCapacity(u, ttft, itl, float64(l.KVTokens), inSteps)
+					if math.Abs(got-want) > math.Max(1, 0.05*want) {
+						t.Errorf("%s, %s: the twin places %.1f, the law %.1f (TTFT law %.4g, ITL law %.4g)", l, u.Name, got, want, ttft, itl)
+					}
+				}
+			}
+		})
+	}
+}
+
+// coefficients are a scripted law's in the model's terms for a use case:
+// the TTFT law's τ0, τq, τw, τd, τk and the ITL law's δ0, δb, δa, δp, δ2,
+// δk (capacity/model.go's columns), and whether the engine prefills in the
+// steps that decode.
+func coefficients(l scripted.Law, u capacity.UseCase) (ttft, itl []float64, inSteps bool) {
+	L := float64(u.InputTokens)
+	held := L + float64(u.OutputTokens)/2 // a sequence's KV tokens, averaged over its decode
+	prefill := l.PrefillPerToken*L + l.PrefillQuad*L*L
+	if l.Chunk == 0 {
+		// Prefills run side by side at their own pace, or one at a time
+		// (a prompt ahead costs its whole prefill); each request in flight
+		// at arrival adds TTFTPerOther. A step is ITLBase and the prompt's
+		// KV reads, and ITLSlope per other request decoding, or in flight
+		// at arrival where the law fixes the pace then: δb and δa both,
+		// since δb·(b−1) + δa·(a−b) is then ITLSlope·(a−1).
+		lone, o := l.Overhead+prefill, l.TTFTPerOther
+		ttft = []float64{lone, o, o, o, 0}
+		if l.SerialPrefill {
+			ttft = []float64{lone, lone + o, 0, o, 0}
+		}
+		arrival := 0.0
+		if l.ITLAtArrival {
+			arrival = l.ITLSlope
+		}
+		return ttft, []float64{l.ITLBase + l.ITLPerKToken*L/1000, l.ITLSlope, arrival, 0, 0, 0}, false
+	}
+	// Steps of StepBase, a chunk of prefill each (a prompt's overhead in
+	// its first), and StepPerSeq with its KV reads per sequence decoding:
+	// a prompt alone takes ceil(L/Chunk) steps, each decoder lengthens
+	// every one of them, and a step with a chunk is the prompt's prefill
+	// over its steps longer. A prompt shorter than a chunk shares its step
+	// with the prompts beside it.
+	C := float64(l.Chunk)
+	steps := math.Ceil(L / C)
+	perSeq := l.StepPerSeq + l.ITLPerKToken*held/1000
+	lone := l.Overhead + prefill + steps*l.StepBase
+	ttft = []float64{lone, lone, 0, steps * perSeq, 0}
+	chunk := (l.Overhead + prefill) / steps
+	if L < C {
+		ttft[1], ttft[2] = l.Overhead+prefill, l.Overhead+prefill
+	}
+	return ttft, []float64{l.StepBase + perSeq, perSeq, 0, chunk, 0, 0}, true
+}

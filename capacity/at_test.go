@@ -14,10 +14,8 @@ func TestAtIsTheEvaluationAtTheLoad(t *testing.T) {
 	u := UseCase{Name: "u", Statistic: "mean", TTFTMax: 8, DecodeMin: 15, InputTokens: 1024, OutputTokens: 64}
 	placed := window(l, loads(30, 1, 20), []int{3, 6, 10}, 0.03, 4)
 	lone := window(l, loads(10, 1, 3), nil, 0.03, 5)
-	// The seed reaches 10: the twin places this law's capacity at 19, which
-	// a seed reaching 9 leaves a bound (past twice its reach).
 	var seed []Point
-	for _, p := range window(l, nil, []int{2, 5, 10}, 0.03, 6) {
+	for _, p := range window(l, nil, []int{2, 5, 9}, 0.03, 6) {
 		p.Cell = int(p.Load)
 		seed = append(seed, p)
 	}

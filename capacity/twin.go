@@ -56,16 +56,6 @@ type twin struct {
 	// own and each one's ahead of it: a prompt's wait stretches with the
 	// decode batch (closed).
 	inSteps bool
-	// lag is the part of a request's TTFT before its prompt reaches the
-	// engine (an API server's overhead, tokenizing): the TTFT law's fixed
-	// part (Prior's), 0 where the use cases do not show one. A prompt stalls
-	// the decodes running from then, not from its arrival: on report 002's
-	// simulator a closed loop's first round of 64K documents ended within
-	// 60 ms, before the 70 ms the first replacement took to reach the
-	// engine, and its second round arrived as a wave; stalled at arrival,
-	// the twin's decodes ended a prefill apart and its second round arrived
-	// spread out, waiting a third as long.
-	lag float64
 }
 
 // with is the twin of these laws' coefficients.
@@ -155,14 +145,13 @@ var scratches = sync.Pool{New: func() any { return new(scratch) }}
 // has its tokens at the pace the ITL law gives its step at the batch
 // decoding then, every D, or D+δp while some prompt waits for its first
 // token (or for the share of the time production's waiting queue stands,
-// where none of the loop's does). A prompt stalls every decode already
-// running once it reaches the engine (lag after its arrival), so a closed
-// loop whose requests end further apart than that cascades: the first
-// end's replacement prefills while the rest have a few tokens left, each of
-// them ending a prefill later (the simulator's report 002 chatbot at 17,
-// round 2's TTFT 5.3 s against round 1's 10.8); one whose requests end
-// within it sends its second round as a wave, as does an engine that
-// prefills the waiting prompts together. A fixed point over whole passes (each decode's end from
+// where none of the loop's does). A prompt that arrives stalls every
+// decode already running at once, so a closed loop whose requests end a
+// moment apart cascades: the first end's replacement prefills while the
+// rest have a few tokens left, each of them ending a prefill later (the
+// simulator's report 002 chatbot at 17, round 2's TTFT 5.3 s against round
+// 1's 10.8), where an engine that prefills the waiting prompts together
+// keeps its waves. A fixed point over whole passes (each decode's end from
 // the prefills the pass before placed) did not settle on either: it
 // swung between a wave and a stagger from one pass to the next.
 func (tw twin) closed(n int, sc *scratch) cell {
@@ -207,10 +196,9 @@ func (tw twin) closed(n int, sc *scratch) cell {
 		// arrival that fits, a first token, or an end.
 		decodes, waiting := 0, false
 		for _, o := range active {
-			switch {
-			case o.first <= now:
+			if o.first <= now {
 				decodes++
-			case now >= o.arrive+tw.lag:
+			} else {
 				waiting = true
 			}
 		}
@@ -238,9 +226,8 @@ func (tw twin) closed(n int, sc *scratch) cell {
 		step, arrivals := decodeStep(tw.itl, row[:]), tw.itl[2]
 		for i, o := range active {
 			if o.first > now {
-				next = math.Min(next, o.first)
-				if reach := o.arrive + tw.lag; reach > now {
-					next = math.Min(next, reach) // it stalls the decodes from then
+				if o.first < next {
+					next = o.first
 				}
 				continue
 			}
@@ -307,25 +294,16 @@ func (tw twin) closed(n int, sc *scratch) cell {
 				break // it waits for KV cache: the next end frees some
 			}
 			r := pending.pop()
-			// Where the engine prefills first come first served (τw near
-			// zero), the prompts ahead of it are prefilled one after
-			// another and its own prefill follows the last of them: its
-			// first token comes τq after the last one's, or what its TTFT
-			// would be with none ahead if that is later, and never more
-			// than a whole τq for each prompt ahead (the one at the head of
-			// the queue has done part of its own). Charged a whole τq each, a request arriving while the
-			// head was halfway through its prefill waited for all of it:
-			// fcfs-prefill's closed loops, whose second round comes while
-			// the first's last prompts prefill, were placed up to 16% low
-			// with the law's own coefficients
-			// (TestTwinPlacesAKnownLawsCapacity). Where the engine prefills
-			// its waiting prompts together (τw near τq), one that came
-			// earlier has done some of its work meanwhile and costs what it
-			// has left to its first token, but no less than the sequence
-			// decoding it is about to be (τd): a loop's second round comes
-			// while the first's last prompts finish, and charging each its
-			// whole prefill charged the engine's work twice. Between the
-			// two, by the share τw/τq (shared).
+			// A prompt ahead of it costs it τq, its whole prefill, where
+			// the engine prefills first come first served (τw near zero):
+			// it has not begun. Where the engine prefills its waiting
+			// prompts together (τw near τq), one that came earlier has done
+			// some of its work meanwhile and costs what it has left to its
+			// first token, but no less than the sequence decoding it is
+			// about to be (τd): a loop's second round comes while the
+			// first's last prompts finish, and charging each its whole
+			// prefill charged the engine's work twice. Between the two, by
+			// the share τw/τq (shared).
 			running := 0.0
 			for _, o := range active {
 				if o.first <= now {
@@ -333,18 +311,17 @@ func (tw twin) closed(n int, sc *scratch) cell {
 				}
 			}
 			q1 := per(running + tw.running)
-			ahead, together, last := 0.0, 0.0, now
+			ahead, before := 0.0, 0.0
 			for _, o := range active {
 				switch {
 				case o.first <= now:
 				case o.arrive < r.arrive:
 					ahead++
-					together += math.Max(math.Min(q1, o.first-now), tw.ttft[decoding])
-					last = math.Max(last, o.first)
+					rest := math.Max(math.Min(q1, o.first-now), tw.ttft[decoding])
+					before += q1 - shared*(q1-rest)
 				default:
 					ahead++
-					together += q1
-					last = math.Max(last, o.first)
+					before += q1
 				}
 			}
 			// Those that arrived behind it (at the same instant, or queued
@@ -355,16 +332,8 @@ func (tw twin) closed(n int, sc *scratch) cell {
 					behind++
 				}
 			}
-			// The rest of its TTFT: its own prefill, production's waiting
-			// prompts, those behind it, the sequences decoding and
-			// production's KV tokens. The last prompt ahead's first token
-			// carried all of them too.
-			rest := tw.ttft[0] + q1*tw.waiting + tw.ttft[queued]*behind + tw.ttft[decoding]*(running+tw.running) + tw.ttft[ttftKV]*tw.beyond
-			before := shared * together
-			if ahead > 0 {
-				before += (1 - shared) * math.Min(ahead*q1, math.Max(last+q1-now-rest, 0))
-			}
-			r.first = now + math.Max(rest+before, 0)
+			ttft := tw.ttft[0] + before + q1*tw.waiting + tw.ttft[queued]*behind + tw.ttft[decoding]*(running+tw.running) + tw.ttft[ttftKV]*tw.beyond
+			r.first = now + math.Max(ttft, 0)
 			// It waits beside the prompts that came before it and still
 			// wait, each of which counted its slot's request then as
 			// decoding (τd), not as a prompt beside it (τw; those that came

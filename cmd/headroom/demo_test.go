@@ -31,10 +31,8 @@ const demoSeeds = 6
 // steps, 21 and 20 since, 16 since a burst's batch counts production's
 // rise and the arrival term is signed: a trade the generalization suite's
 // servers, fresh seeds included, favoured by 27 within over three seed
-// sets, docs/capacity.md; 18 and 19 since; 22 since the twin's prompts
-// stall the decodes only once they reach the engine, its short chatbot's
-// six a bound each, 249 past any burst; issue 36 asks for all of them).
-const demoWithin = 17
+// sets, docs/capacity.md; issue 36 asks for all of them).
+const demoWithin = 14
 
 // TestDemoInVirtualTime is `headroom demo` at 3 minutes, in virtual time:
 // its flags' defaults, its configuration (demoConfig), its simulator and

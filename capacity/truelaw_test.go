@@ -15,9 +15,10 @@ import (
 // use case of ten draws of each family whose law the model's terms state:
 // what is left of the suite's misses on these families is the fit's, not
 // the twin's. The power laws (a step growing as a power of the batch, which
-// the twin's bend only approximates), noise and restarts are left out, and
-// so is fcfs-prefill, which the twin places 5.5% to 16% low in 8 of its 50
-// cases: it charges a request a whole τq for every prompt ahead, the one
+// the twin's bend only approximates), noise and restarts are left out.
+// fcfs-prefill is run and logged, not held: the twin places 8 of its 50
+// cases 5.5% to 16% low (`go test -v -run TestTwinPlacesAKnownLawsCapacity
+// ./capacity/` prints them). It charges a request a whole τq for every prompt ahead, the one
 // at the head of the queue included, though that one has done part of its
 // prefill. That charge is right for a server that fixes a TTFT on arrival
 // from the requests in flight then, which a burst cannot tell from a queue;
@@ -35,13 +36,21 @@ func TestTwinPlacesAKnownLawsCapacity(t *testing.T) {
 		inputs[sc.Name] = sc.InputTokens
 	}
 	for _, f := range scripted.Families() {
+		held := true
 		switch f.Name {
 		case "linear", "decode-bound", "kv-cliff", "chunked-prefill":
+		case "fcfs-prefill":
+			held = false
 		default:
 			continue
 		}
 		t.Run(f.Name, func(t *testing.T) {
 			t.Parallel()
+			miss := t.Errorf
+			if !held {
+				miss = t.Logf
+			}
+			off, all := 0, 0
 			for seed := uint64(1); seed <= draws; seed++ {
 				l := f.Draw(seed)
 				for _, cu := range config.DefaultUseCases() {
@@ -50,11 +59,14 @@ func TestTwinPlacesAKnownLawsCapacity(t *testing.T) {
 					ttft, itl, inSteps := coefficients(l, u)
 					want := l.Truth(u.InputTokens, u.OutputTokens, cu)
 					got := capacity.TwinCapacity(u, ttft, itl, float64(l.KVTokens), inSteps)
+					all++
 					if math.Abs(got-want) > math.Max(1, 0.05*want) {
-						t.Errorf("%s, %s: the twin places %.1f, the law %.1f (TTFT law %.4g, ITL law %.4g)", l, u.Name, got, want, ttft, itl)
+						off++
+						miss("%s, %s: the twin places %.1f (%.3g of it), the law %.1f (TTFT law %.4g, ITL law %.4g)", l, u.Name, got, got/want, want, ttft, itl)
 					}
 				}
 			}
+			t.Logf("%d of %d more than 5%% and 1 request off", off, all)
 		})
 	}
 }
@@ -68,13 +80,17 @@ func coefficients(l scripted.Law, u capacity.UseCase) (ttft, itl []float64, inSt
 	held := L + float64(u.OutputTokens)/2 // a sequence's KV tokens, averaged over its decode
 	prefill := l.PrefillPerToken*L + l.PrefillQuad*L*L
 	if l.Chunk == 0 {
-		// Prefills run side by side at their own pace; each request in
-		// flight at arrival adds TTFTPerOther. A step is ITLBase and the prompt's
+		// Prefills run side by side at their own pace, or one at a time
+		// (a prompt ahead costs its whole prefill); each request in flight
+		// at arrival adds TTFTPerOther. A step is ITLBase and the prompt's
 		// KV reads, and ITLSlope per other request decoding, or in flight
 		// at arrival where the law fixes the pace then: δb and δa both,
 		// since δb·(b−1) + δa·(a−b) is then ITLSlope·(a−1).
 		lone, o := l.Overhead+prefill, l.TTFTPerOther
 		ttft = []float64{lone, o, o, o, 0}
+		if l.SerialPrefill {
+			ttft = []float64{lone, lone + o, 0, o, 0}
+		}
 		arrival := 0.0
 		if l.ITLAtArrival {
 			arrival = l.ITLSlope

@@ -3,6 +3,7 @@ package capacity
 import (
 	"crypto/sha256"
 	"fmt"
+	"math"
 	"sync"
 )
 
@@ -45,6 +46,9 @@ func (m *Memo) fit(id [3]string, u UseCase, points []Point, os []obs) *fitted {
 	shape := twin{output: float64(max(u.OutputTokens, 2)), input: float64(u.InputTokens), held: u.held()}
 	if u.KVTokens > 0 {
 		shape.kv = u.KVTokens
+	}
+	if f := u.Prior.TTFT.Fixed; f > 0 && !math.IsInf(f, 1) {
+		shape.lag = f
 	}
 	if m == nil {
 		return fit(u.SLOs(), os, u.Statistic, shape, u.Prior)

@@ -56,6 +56,16 @@ type twin struct {
 	// own and each one's ahead of it: a prompt's wait stretches with the
 	// decode batch (closed).
 	inSteps bool
+	// lag is the part of a request's TTFT before its prompt reaches the
+	// engine (an API server's overhead, tokenizing): the TTFT law's fixed
+	// part (Prior's), 0 where the use cases do not show one. A prompt stalls
+	// the decodes running from then, not from its arrival: on report 002's
+	// simulator a closed loop's first round of 64K documents ended within
+	// 60 ms, before the 70 ms the first replacement took to reach the
+	// engine, and its second round arrived as a wave; stalled at arrival,
+	// the twin's decodes ended a prefill apart and its second round arrived
+	// spread out, waiting a third as long.
+	lag float64
 }
 
 // with is the twin of these laws' coefficients.
@@ -145,13 +155,14 @@ var scratches = sync.Pool{New: func() any { return new(scratch) }}
 // has its tokens at the pace the ITL law gives its step at the batch
 // decoding then, every D, or D+δp while some prompt waits for its first
 // token (or for the share of the time production's waiting queue stands,
-// where none of the loop's does). A prompt that arrives stalls every
-// decode already running at once, so a closed loop whose requests end a
-// moment apart cascades: the first end's replacement prefills while the
-// rest have a few tokens left, each of them ending a prefill later (the
-// simulator's report 002 chatbot at 17, round 2's TTFT 5.3 s against round
-// 1's 10.8), where an engine that prefills the waiting prompts together
-// keeps its waves. A fixed point over whole passes (each decode's end from
+// where none of the loop's does). A prompt stalls every decode already
+// running once it reaches the engine (lag after its arrival), so a closed
+// loop whose requests end further apart than that cascades: the first
+// end's replacement prefills while the rest have a few tokens left, each of
+// them ending a prefill later (the simulator's report 002 chatbot at 17,
+// round 2's TTFT 5.3 s against round 1's 10.8); one whose requests end
+// within it sends its second round as a wave, as does an engine that
+// prefills the waiting prompts together. A fixed point over whole passes (each decode's end from
 // the prefills the pass before placed) did not settle on either: it
 // swung between a wave and a stagger from one pass to the next.
 func (tw twin) closed(n int, sc *scratch) cell {
@@ -196,9 +207,10 @@ func (tw twin) closed(n int, sc *scratch) cell {
 		// arrival that fits, a first token, or an end.
 		decodes, waiting := 0, false
 		for _, o := range active {
-			if o.first <= now {
+			switch {
+			case o.first <= now:
 				decodes++
-			} else {
+			case now >= o.arrive+tw.lag:
 				waiting = true
 			}
 		}
@@ -226,8 +238,9 @@ func (tw twin) closed(n int, sc *scratch) cell {
 		step, arrivals := decodeStep(tw.itl, row[:]), tw.itl[2]
 		for i, o := range active {
 			if o.first > now {
-				if o.first < next {
-					next = o.first
+				next = math.Min(next, o.first)
+				if reach := o.arrive + tw.lag; reach > now {
+					next = math.Min(next, reach) // it stalls the decodes from then
 				}
 				continue
 			}

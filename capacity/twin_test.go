@@ -201,3 +201,37 @@ func TestStepHoldsBelowTheLeastBatch(t *testing.T) {
 		})
 	}
 }
+
+// A prompt stalls the decodes running once it reaches the engine, lag
+// after it was sent (an API server's overhead and tokenizing: the TTFT
+// law's fixed part), not at once. An engine whose step with a prompt
+// waiting lasts a whole prefill (δp) decodes a closed loop's first round
+// mostly after its last prefill, so the round's requests end a few decode
+// steps apart: each ends before the first replacement reaches the engine,
+// and the second round arrives as a wave that queues as long as the first
+// (report 002's simulator, whose replacements reach its engine 70 ms after
+// they are sent: with the lag, the reports' table 114 -> 121 of 180, its
+// chatbot 3 -> 8 of 12; docs/capacity.md). Stalled at once, the first
+// replacement held the others' last tokens for a prefill each: their ends
+// spread by seconds, and the second round waited three quarters as long.
+func TestAPromptStallsTheDecodesOnceItReachesTheEngine(t *testing.T) {
+	ttft, itl := []float64{1.2, 1.1, 0.3, 0.001, 0}, []float64{0.0073, 0.00085, 0.00084, 1.2, 0, 0}
+	const n, lag = 5, 0.07
+	for _, tc := range []struct {
+		lag    float64
+		lo, hi float64 // round 2's mean TTFT over round 1's
+	}{
+		{0, 0, 0.8},       // stalled on arrival: the cascade
+		{lag, 0.99, 1.01}, // a wave
+	} {
+		tw := twin{output: 1024, lag: tc.lag}.with(ttft, itl)
+		first, end, _ := roundsOf(tw, n)
+		r := meanOf(first[1]) / meanOf(first[0])
+		if r < tc.lo || r > tc.hi {
+			t.Errorf("lag %.2f s: round 2 waits %.2f of round 1, want %.2f to %.2f (round 1's ends spread %.3f s)", tc.lag, r, tc.lo, tc.hi, width(end[0]))
+		}
+		if tc.lag > 0 && width(end[0]) >= tc.lag {
+			t.Errorf("lag %.2f s: round 1's ends spread %.3f s, want within the lag", tc.lag, width(end[0]))
+		}
+	}
+}

@@ -162,9 +162,10 @@ var scratches = sync.Pool{New: func() any { return new(scratch) }}
 // them ending a prefill later (the simulator's report 002 chatbot at 17,
 // round 2's TTFT 5.3 s against round 1's 10.8); one whose requests end
 // within it sends its second round as a wave, as does an engine that
-// prefills the waiting prompts together. A fixed point over whole passes (each decode's end from
-// the prefills the pass before placed) did not settle on either: it
-// swung between a wave and a stagger from one pass to the next.
+// prefills the waiting prompts together. A fixed point over whole passes
+// (each decode's end from the prefills the pass before placed) did not
+// settle on either: it swung between a wave and a stagger from one pass
+// to the next.
 func (tw twin) closed(n int, sc *scratch) cell {
 	var c cell
 	if n < 1 {

@@ -210,7 +210,7 @@ func TestStepHoldsBelowTheLeastBatch(t *testing.T) {
 // steps apart: each ends before the first replacement reaches the engine,
 // and the second round arrives as a wave that queues as long as the first
 // (report 002's simulator, whose replacements reach its engine 70 ms after
-// they are sent: with the lag, the reports' table 114 -> 121 of 180, its
+// they are sent: with the lag, the reports' table 114 -> 123 of 180, its
 // chatbot 3 -> 8 of 12; docs/capacity.md). Stalled at once, the first
 // replacement held the others' last tokens for a prefill each: their ends
 // spread by seconds, and the second round waited three quarters as long.

@@ -5,8 +5,9 @@ package capacity
 // package that hold the twin against a law they know whole
 // (internal/scripted, which imports this package).
 func TwinCapacity(u UseCase, ttft, itl []float64, kv float64, inSteps bool) float64 {
-	tw := twin{output: float64(u.OutputTokens), input: float64(u.InputTokens), kv: kv, inSteps: inSteps}.with(ttft, itl)
-	cs := cells{tw: tw}
+	tw := u.shape()
+	tw.kv, tw.inSteps = kv, inSteps
+	cs := cells{tw: tw.with(ttft, itl)}
 	least := float64(maxTruthSearch + 1)
 	for _, s := range u.SLOs() {
 		least = min(least, cs.limit(s, maxTruthSearch))

@@ -3,7 +3,6 @@ package capacity
 import (
 	"crypto/sha256"
 	"fmt"
-	"math"
 	"sync"
 )
 
@@ -43,13 +42,7 @@ func (m *Memo) Forget(target string) {
 // rests on changed: the points (a window only gains points at its end and
 // loses them at its start), the use case and its prior.
 func (m *Memo) fit(id [3]string, u UseCase, points []Point, os []obs) *fitted {
-	shape := twin{output: float64(max(u.OutputTokens, 2)), input: float64(u.InputTokens), held: u.held()}
-	if u.KVTokens > 0 {
-		shape.kv = u.KVTokens
-	}
-	if f := u.Prior.TTFT.Fixed; f > 0 && !math.IsInf(f, 1) {
-		shape.lag = f
-	}
+	shape := u.shape()
 	if m == nil {
 		return fit(u.SLOs(), os, u.Statistic, shape, u.Prior)
 	}
@@ -66,4 +59,16 @@ func (m *Memo) fit(id [3]string, u UseCase, points []Point, os []obs) *fitted {
 	m.fits[id] = memoFit{key: key, fit: ft}
 	m.mu.Unlock()
 	return ft
+}
+
+// shape is a use case's twin before its laws are fitted: its requests'
+// shape, the KV cache that admits them where the engine says, and the lag
+// before a prompt reaches the engine, the TTFT law's fixed part (fixedPart:
+// 0 where the use cases show none, never negative).
+func (u UseCase) shape() twin {
+	tw := twin{output: float64(max(u.OutputTokens, 2)), input: float64(u.InputTokens), held: u.held(), lag: u.Prior.TTFT.Fixed}
+	if u.KVTokens > 0 {
+		tw.kv = u.KVTokens
+	}
+	return tw
 }

@@ -31,7 +31,7 @@ const demoSeeds = 6
 // steps, 21 and 20 since, 16 since a burst's batch counts production's
 // rise and the arrival term is signed: a trade the generalization suite's
 // servers, fresh seeds included, favoured by 27 within over three seed
-// sets, docs/capacity.md; 19 at ed57884, 21 in two runs since a prompt
+// sets, docs/capacity.md; 19 at ed57884, 21 in three runs since a prompt
 // stalls the twin's decodes once it reaches the engine, the floor five
 // under it as 14 was under 19: the count moves by a few between runs with
 // the order goroutines wake in; issue 36 asks for all of them).

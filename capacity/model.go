@@ -238,7 +238,7 @@ func observations(points []Point, perRequest float64) []obs {
 					}
 					shared += math.Max(0, math.Min(end, qEnd)-math.Max(p.TTFT, first(q)))
 				}
-				// Production's requests in flight grew by Rise from the
+				// Production's running requests grew by Rise from the
 				// burst's sending to its end (its median probe's, when the
 				// engine was read): the burst slowed them, and slower
 				// requests are more at once. Over this one's decode, by

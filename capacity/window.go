@@ -48,7 +48,7 @@ type Point struct {
 	// where not known (a level counts the probe, so it is at least 1).
 	Level float64 `json:"level,omitempty"`
 	// Rise is, for a burst's probe, how many more of production's
-	// requests were in flight as the burst ended than when it was sent
+	// requests were running as the burst ended than when it was sent
 	// (monitor.productionRise): its decode's batch grew by as much over the
 	// burst. 0 where not known.
 	Rise float64 `json:"production_rise,omitempty"`

@@ -114,16 +114,27 @@ func decodeInFlight(samples []Sample, production float64) {
 	}
 }
 
-// productionRise is how many more of production's requests were in
-// flight as a burst ended than the production it was sent beside: the
-// median, over its probes read right after they ended, of the engine's
-// requests in flight then less the burst's probes still running. A burst
-// slows production's requests too, and requests that take longer are more
-// of them in flight at once (Little's law: in flight = arrivals x time in
-// the server), so the batch a burst decodes in grows as it runs: a burst
-// of 16 on a scripted server sent beside one production request decoded
-// as if beside 21 others, not 16, and the laws read the extra production
-// as the burst's own slope. 0 where no probe was read after it ended.
+// productionRise is how many more of production's requests were running
+// as a burst ended than the production it was sent beside: the median,
+// over its probes read right after they ended, of production's running
+// requests then. A burst slows production's requests too, and requests
+// that take longer are more of them at once (Little's law: in flight =
+// arrivals x time in the server), so the batch a burst decodes in grows as
+// it runs: a burst of 16 on a scripted server sent beside one production
+// request decoded as if beside 21 others, not 16, and the laws read the
+// extra production as the burst's own slope.
+//
+// Running, not in flight: production's prompts queued behind the burst's
+// for prefill share no decode step. On a server that prefills one prompt
+// at a time, a burst of 64 short prompts, each decoding nearly alone, was
+// counted as decoding beside 8 (fcfs-prefill/2 under load). A reading
+// gives production's requests in flight exactly (the engine's less the
+// burst's others still in flight), not which of them run: of the engine's
+// waiting prompts, as many as the burst's others still without a first
+// token are taken for the burst's, the rest for production's. An engine
+// that counts a prompt as running once its prefill begins (chunked
+// prefill) may run some of the burst's; then the rest of its waiting are
+// production's all the more.
 func productionRise(samples []Sample, production float64) float64 {
 	var at []float64
 	for i, s := range samples {
@@ -131,14 +142,22 @@ func productionRise(samples []Sample, production float64) float64 {
 			continue
 		}
 		end := s.Result.Start.Add(s.Result.E2E)
-		running := 0.0
+		inFlight, unstarted := 0.0, 0.0
 		for j, o := range samples {
 			// A lost probe ran until it was cut, after every other.
-			if j != i && (o.Lost || o.Result.Start.Add(o.Result.E2E).After(end)) {
-				running++
+			if j == i || !o.Lost && !o.Result.Start.Add(o.Result.E2E).After(end) {
+				continue
+			}
+			inFlight++
+			if o.Result.TTFT <= 0 || o.Result.Start.Add(o.Result.TTFT).After(end) {
+				unstarted++
 			}
 		}
-		at = append(at, math.Max(s.Ended-running, 0))
+		waiting := 0.0
+		if !math.IsNaN(s.EndedWaiting) {
+			waiting = math.Max(s.EndedWaiting-unstarted, 0)
+		}
+		at = append(at, math.Max(s.Ended-inFlight-waiting, 0))
 	}
 	if len(at) == 0 {
 		return 0

@@ -125,13 +125,16 @@ func TestDecodeInFlight(t *testing.T) {
 }
 
 // A burst's production rise is the median, over its probes read right after
-// they ended, of the engine's requests in flight then less the burst's
-// probes still running, less the production it was sent beside.
+// they ended, of production's running requests then (the engine's in
+// flight less the burst's others still in flight, less the engine's
+// waiting beyond the burst's others still without a first token), less
+// the production it was sent beside.
 func TestProductionRise(t *testing.T) {
 	start := time.Unix(1000, 0)
-	ended := func(e2e time.Duration, inFlight float64) Sample {
-		return Sample{Ended: inFlight, Result: probe.Result{Start: start, TTFT: time.Second, E2E: e2e}}
+	read := func(ttft, e2e time.Duration, inFlight, waiting float64) Sample {
+		return Sample{Ended: inFlight, EndedWaiting: waiting, Result: probe.Result{Start: start, TTFT: ttft, E2E: e2e}}
 	}
+	ended := func(e2e time.Duration, inFlight float64) Sample { return read(time.Second, e2e, inFlight, 0) }
 	lost := Sample{Lost: true, Ended: math.NaN(), Result: probe.Result{Start: start}}
 	tests := []struct {
 		name    string
@@ -148,8 +151,17 @@ func TestProductionRise(t *testing.T) {
 		// A probe read at a moment production passed through: the median
 		// keeps the others' 3.
 		{"one reading off", []Sample{ended(2*time.Second, 7), ended(3*time.Second, 12), ended(4*time.Second, 5)}, 3},
-		// A lost probe ran until it was cut: still running at every end.
+		// A lost probe ran until it was cut: still in flight at every end.
 		{"lost", []Sample{ended(2*time.Second, 7), ended(3*time.Second, 6), lost}, 3},
+		// A server that prefills one prompt at a time: production's 2 run
+		// throughout, and 3 of its prompts queued behind the burst's wait
+		// to the end. In flight rose by 3; running did not.
+		{"queued behind", []Sample{read(time.Second, 2*time.Second, 7, 5), read(3*time.Second, 4*time.Second, 6, 4),
+			read(5*time.Second, 6*time.Second, 5, 3)}, 0},
+		// The engine's waiting prompts are the burst's own: production's 2
+		// run beside them.
+		{"the burst queued", []Sample{read(time.Second, 2*time.Second, 4, 2), read(3*time.Second, 4*time.Second, 3, 1),
+			read(5*time.Second, 6*time.Second, 2, 0)}, 0},
 		// No reading after any probe: nothing known.
 		{"unread", []Sample{ended(2*time.Second, math.NaN()), lost}, 0},
 	}

@@ -55,11 +55,12 @@ type Sample struct {
 	// stood in the burst's prefill queue all the same, and its Result's
 	// TTFT and E2E say how far its stream came (zero: no first token).
 	Lost bool
-	// Ended is the engine's requests in flight in the reading taken right
-	// after it ended, NaN if none; Rise, for a burst's probes, how many
-	// more of production's requests were in flight as the burst ended
-	// than when it was sent (productionRise), 0 where not known.
-	Ended, Rise float64
+	// Ended and EndedWaiting are the engine's requests in flight and
+	// waiting in the reading taken right after it ended, NaN if none;
+	// Rise, for a burst's probes, how many more of production's requests
+	// were running as the burst ended than when it was sent
+	// (productionRise), 0 where not known.
+	Ended, EndedWaiting, Rise float64
 	Result      probe.Result
 }
 
@@ -889,7 +890,7 @@ func (t *target) send(ctx context.Context, sc config.Scenario, preps []*probe.Pr
 		level := burstLevel(samples, n, before, beforeOK, prefill, start, sc.InputTokens)
 		if beforeOK && n > 1 {
 			decodeInFlight(samples, before.InFlight())
-			rise := productionRise(samples, before.InFlight())
+			rise := productionRise(samples, before.Running)
 			for i := range samples {
 				samples[i].Rise = rise
 			}
@@ -961,12 +962,12 @@ func (t *target) probeOnce(ctx context.Context, sc config.Scenario, pr *probe.Pr
 		res = res.Scaled(before.TimeScale)
 	}
 	queueWait := time.Duration(-1)
-	ended := math.NaN()
+	ended, endedWaiting := math.NaN(), math.NaN()
 	if t.cfg.Engine != "none" && ctx.Err() == nil {
 		after, afterOK := t.scrape(ctx)
 		if afterOK {
 			acc.add(after.InFlight() + 1)
-			ended = after.InFlight()
+			ended, endedWaiting = after.InFlight(), after.Waiting
 		}
 		// The histogram's delta is this probe's queue time only when the probe
 		// was the one request that left the queue in between.
@@ -1005,7 +1006,7 @@ func (t *target) probeOnce(ctx context.Context, sc config.Scenario, pr *probe.Pr
 			kv, held = h, before.Running
 		}
 	}
-	return Sample{Target: t.cfg.Name, Scenario: sc.Name, Time: now, Load: inFlight, InFlight: inFlight, Sent: sent, KV: kv, Held: held, Burst: burst, Ended: ended, Result: res}, ok
+	return Sample{Target: t.cfg.Name, Scenario: sc.Name, Time: now, Load: inFlight, InFlight: inFlight, Sent: sent, KV: kv, Held: held, Burst: burst, Ended: ended, EndedWaiting: endedWaiting, Result: res}, ok
 }
 
 // changed says why the server behind two readings is not the one it was,

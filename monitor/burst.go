@@ -153,10 +153,9 @@ func productionRise(samples []Sample, production float64) float64 {
 				unstarted++
 			}
 		}
-		waiting := 0.0
-		if !math.IsNaN(s.EndedWaiting) {
-			waiting = math.Max(s.EndedWaiting-unstarted, 0)
-		}
+		// Ended is NaN where the waiting count is unknown (in flight is
+		// running plus waiting), so EndedWaiting is known here.
+		waiting := math.Max(s.EndedWaiting-unstarted, 0)
 		at = append(at, math.Max(s.Ended-inFlight-waiting, 0))
 	}
 	if len(at) == 0 {

@@ -61,7 +61,7 @@ type Sample struct {
 	// were running as the burst ended than when it was sent
 	// (productionRise), 0 where not known.
 	Ended, EndedWaiting, Rise float64
-	Result      probe.Result
+	Result                    probe.Result
 }
 
 // Recorder receives probe samples (the capacity model), and hears when a

@@ -15,32 +15,70 @@ import (
 const DecodeSpan = 30 * time.Second
 
 // decodeSpan follows one server's inter-token-latency histogram across
-// readings and yields a Decode once a span is complete.
+// readings and yields a Decode once a span is complete, where production
+// ran alone. A span in which a probe of ours ran is dropped: a burst's
+// decode lasts seconds, readings 5 s apart catch it once or not at all,
+// and its tokens would be read at a batch it never decoded in.
 type decodeSpan struct {
-	from    engine.Load // the reading the span began with; zero: none yet
-	since   time.Time
-	running loadAcc // the span's readings of requests running
+	from  engine.Load // the reading the span began with; zero: none yet
+	since time.Time
+	sent  int64 // the probes sent when it began
+	ours  bool  // a probe of ours was in flight at one of its readings
+	// Over its readings, each weighted by its running requests: their
+	// sum, and the running, the waiting share and the KV tokens they
+	// weigh.
+	weight, batch, waiting, kv float64
+	kvKnown                    bool
 }
 
-// add takes a reading (after changed found the server the same) and says
-// the span's decode when the reading completes one with tokens served.
-func (s *decodeSpan) add(l engine.Load, now time.Time) (Decode, bool) {
+// add takes a reading (after changed found the server the same), the
+// probes sent so far and whether one is in flight, and says the span's
+// decode when the reading completes one with tokens served and nothing of
+// ours in it.
+func (s *decodeSpan) add(l engine.Load, now time.Time, sent int64, inFlight bool) (Decode, bool) {
+	if s.from.Engine == "" || now.Sub(s.since) >= DecodeSpan {
+		d, ok := s.end(l, sent, inFlight)
+		*s = decodeSpan{from: l, since: now, sent: sent, kvKnown: true}
+		s.read(l, inFlight)
+		return d, ok
+	}
+	s.read(l, inFlight)
+	return Decode{}, false
+}
+
+// read adds a reading's running requests, waiting prompts and KV tokens.
+func (s *decodeSpan) read(l engine.Load, inFlight bool) {
+	s.ours = s.ours || inFlight
+	b := l.Running
+	if !(b > 0) {
+		return
+	}
+	s.weight += b
+	s.batch += b * b
+	if l.Waiting > 0 {
+		s.waiting += b
+	}
+	if kv := l.KVUsage * l.KVTokens; kv >= 0 {
+		s.kv += b * kv
+	} else {
+		s.kvKnown = false
+	}
+}
+
+// end is the decode of the span that reading l completes.
+func (s *decodeSpan) end(l engine.Load, sent int64, inFlight bool) (Decode, bool) {
 	if s.from.Engine == "" {
-		*s = decodeSpan{from: l, since: now}
-		s.running.add(l.Running)
 		return Decode{}, false
 	}
-	s.running.add(l.Running)
-	if now.Sub(s.since) < DecodeSpan {
-		return Decode{}, false
-	}
+	s.read(l, inFlight)
 	n, sum := l.ITLCount-s.from.ITLCount, l.ITLSum-s.from.ITLSum
-	d := Decode{Time: s.since, Running: s.running.mean(), ITL: sum / n}
-	*s = decodeSpan{from: l, since: now}
-	s.running.add(l.Running)
+	d := Decode{Time: s.since, Running: s.batch / s.weight, ITL: sum / n, Waiting: s.waiting / s.weight, KV: math.NaN()}
+	if s.kvKnown {
+		d.KV = s.kv / s.weight
+	}
 	// false for NaN too: an engine without the histogram, or a span in
 	// which nothing was decoded or the readings said nothing of the batch.
-	return d, n > 0 && sum >= 0 && d.Running >= 1
+	return d, !s.ours && sent == s.sent && n > 0 && sum >= 0 && d.Running >= 1
 }
 
 // queueMean is production's waiting prompts averaged over time, each

@@ -11,48 +11,64 @@ import (
 func TestDecodeSpan(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	read := func(running, count, sum float64) engine.Load {
-		return engine.Load{Engine: "vllm", Running: running, ITLCount: count, ITLSum: sum}
+		return engine.Load{Engine: "vllm", Running: running, ITLCount: count, ITLSum: sum, KVUsage: math.NaN(), KVTokens: math.NaN()}
 	}
 	nan := math.NaN()
 	type reading struct {
-		after time.Duration // since the first reading
-		l     engine.Load
+		after    time.Duration // since the first reading
+		l        engine.Load
+		sent     int64 // probes sent so far
+		inFlight bool
 	}
+	waiting := func(l engine.Load, w float64) engine.Load { l.Waiting = w; return l }
+	kv := func(l engine.Load, usage float64) engine.Load { l.KVUsage, l.KVTokens = usage, 100000; return l }
 	for _, tc := range []struct {
 		name     string
 		readings []reading
 		want     []Decode // the spans completed, in order
 	}{
-		{"a span's readings average the batch; its tokens give the ITL",
-			[]reading{{0, read(4, 100, 1)}, {5 * time.Second, read(6, 150, 2)}, {DecodeSpan, read(8, 300, 4)}},
-			[]Decode{{Time: t0, Running: 6, ITL: 3.0 / 200}}},
+		{"a span's readings weigh the batch by its tokens; its tokens give the ITL",
+			// (4² + 6² + 8²)/(4 + 6 + 8): a step of 8 yields twice the tokens of one of 4.
+			[]reading{{0, read(4, 100, 1), 0, false}, {5 * time.Second, read(6, 150, 2), 0, false}, {DecodeSpan, read(8, 300, 4), 0, false}},
+			[]Decode{{Time: t0, Running: 116.0 / 18, ITL: 3.0 / 200, KV: nan}}},
 		{"nothing until a span is complete",
-			[]reading{{0, read(4, 100, 1)}, {DecodeSpan - time.Second, read(4, 200, 2)}},
+			[]reading{{0, read(4, 100, 1), 0, false}, {DecodeSpan - time.Second, read(4, 200, 2), 0, false}},
 			nil},
 		{"spans follow one another",
-			[]reading{{0, read(2, 0, 0)}, {DecodeSpan, read(2, 100, 1)}, {2 * DecodeSpan, read(4, 300, 5)}},
-			[]Decode{{Time: t0, Running: 2, ITL: 0.01}, {Time: t0.Add(DecodeSpan), Running: 3, ITL: 0.02}}},
+			[]reading{{0, read(2, 0, 0), 0, false}, {DecodeSpan, read(2, 100, 1), 0, false}, {2 * DecodeSpan, read(4, 300, 5), 0, false}},
+			[]Decode{{Time: t0, Running: 2, ITL: 0.01, KV: nan}, {Time: t0.Add(DecodeSpan), Running: 20.0 / 6, ITL: 0.02, KV: nan}}},
+		{"the share of its tokens decoded while prompts waited, and the KV tokens the batch held",
+			[]reading{{0, kv(waiting(read(2, 0, 0), 1), 0.1), 0, false}, {DecodeSpan, kv(read(6, 100, 1), 0.3), 0, false}},
+			[]Decode{{Time: t0, Running: 40.0 / 8, ITL: 0.01, Waiting: 2.0 / 8, KV: (2*10000 + 6*30000) / 8.0}}},
+		{"a probe of ours in flight at a reading: not production's alone",
+			[]reading{{0, read(4, 100, 1), 0, false}, {5 * time.Second, read(5, 150, 2), 0, true}, {DecodeSpan, read(4, 300, 4), 1, false},
+				{2 * DecodeSpan, read(4, 400, 5), 1, false}},
+			[]Decode{{Time: t0.Add(DecodeSpan), Running: 4, ITL: 0.01, KV: nan}}},
+		{"a probe of ours sent and ended between two readings",
+			[]reading{{0, read(4, 100, 1), 0, false}, {DecodeSpan, read(4, 300, 4), 1, false}},
+			nil},
 		{"no tokens served: no decode",
-			[]reading{{0, read(0, 100, 1)}, {DecodeSpan, read(0, 100, 1)}},
+			[]reading{{0, read(0, 100, 1), 0, false}, {DecodeSpan, read(0, 100, 1), 0, false}},
 			nil},
 		{"an engine without the histogram",
-			[]reading{{0, read(4, nan, nan)}, {DecodeSpan, read(4, nan, nan)}},
+			[]reading{{0, read(4, nan, nan), 0, false}, {DecodeSpan, read(4, nan, nan), 0, false}},
 			nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var s decodeSpan
 			var got []Decode
 			for _, r := range tc.readings {
-				if d, ok := s.add(r.l, t0.Add(r.after)); ok {
+				if d, ok := s.add(r.l, t0.Add(r.after), r.sent, r.inFlight); ok {
 					got = append(got, d)
 				}
 			}
 			if len(got) != len(tc.want) {
 				t.Fatalf("got %+v, want %+v", got, tc.want)
 			}
+			same := func(a, b, tol float64) bool { return math.IsNaN(a) && math.IsNaN(b) || math.Abs(a-b) <= tol }
 			for i := range got {
 				g, w := got[i], tc.want[i]
-				if !g.Time.Equal(w.Time) || math.Abs(g.Running-w.Running) > 1e-9 || math.Abs(g.ITL-w.ITL) > 1e-12 {
+				if !g.Time.Equal(w.Time) || !same(g.Running, w.Running, 1e-9) || !same(g.ITL, w.ITL, 1e-12) || !same(g.Waiting, w.Waiting, 1e-9) || !same(g.KV, w.KV, 1e-6) {
 					t.Errorf("span %d: got %+v, want %+v", i, g, w)
 				}
 			}

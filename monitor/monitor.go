@@ -82,12 +82,22 @@ type Recorder interface {
 const SummaryEvery = 10 * time.Minute
 
 // Decode is what the engine's own inter-token-latency histogram said of a
-// span of time (decodeSpan): the mean time between tokens over every
-// request it served, production's included, at the batch it ran then.
+// span of time in which only production ran (decodeSpan): the mean time
+// between tokens over every request it served, at the batch it ran then.
 type Decode struct {
-	Time    time.Time // when the span began
-	Running float64   // the mean of the span's readings
-	ITL     float64   // seconds
+	Time time.Time // when the span began
+	// Running is the batch the span's tokens were decoded in: its readings
+	// of requests running, each weighted by itself (a step of b sequences
+	// yields b tokens, so the histogram's mean weighs it b times), Σb²/Σb.
+	Running float64
+	ITL     float64 // seconds
+	// Waiting is the share of those tokens decoded while prompts waited
+	// for their prefill (readings with any waiting, weighted as Running):
+	// an engine that prefills in the steps that decode lengthens them.
+	Waiting float64
+	// KV is the KV-cache tokens the batch held (the engine's usage times
+	// its size, weighted as Running); NaN where the engine says neither.
+	KV float64
 }
 
 // Calibrator chooses calibration bursts (config calibration:): the scenario
@@ -301,6 +311,7 @@ type target struct {
 	probeErrs map[string]string
 	next      map[string]time.Time // scenario -> its next probe, at the earliest
 	inFlight  map[*loadAcc]bool    // the probes running now
+	started   int64                // probes sent so far: a decode span with one of them is not production's alone
 	prefills  map[*prefillLog]bool // the prefill counter as read while they run
 }
 
@@ -467,7 +478,7 @@ func (t *target) scrape(ctx context.Context) (engine.Load, bool) {
 		t.m.logger.Info("server restarted: keeping its load-response curves (same engine, model and KV cache)", "target", t.cfg.Name, "why", why)
 		t.decode, t.queue = decodeSpan{}, queueMean{}
 	}
-	if d, ok := t.decode.add(l, time.Now()); ok && t.m.rec != nil {
+	if d, ok := t.decode.add(l, time.Now(), t.started, len(t.inFlight) > 0); ok && t.m.rec != nil {
 		t.m.rec.Decoded(t.cfg.Name, d)
 	}
 	t.up, t.lastErr, t.load, t.seen = true, "", production(l, float64(len(t.inFlight))), l
@@ -950,6 +961,7 @@ func (t *target) probeOnce(ctx context.Context, sc config.Scenario, pr *probe.Pr
 	}
 	t.mu.Lock()
 	t.inFlight[acc] = true
+	t.started++
 	t.mu.Unlock()
 	res := t.prober.Send(ctx, pr)
 	t.mu.Lock()

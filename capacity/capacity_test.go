@@ -721,7 +721,7 @@ func TestSlopePerSequenceFollowsTheContext(t *testing.T) {
 		{"one use case", slopes(1088, 0.002), 33280, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			m, se, ok := perSequence(c.others, c.held)
+			m, se, _, _, ok := perSequence(c.others, c.held)
 			switch {
 			case c.want == 0 && ok:
 				t.Errorf("slope %.5f, want none", m)
@@ -1486,5 +1486,45 @@ func TestRequestsAfterItsArrivalDoNotSlowIt(t *testing.T) {
 	e := Evaluate("a", u, ps, Unknown)
 	if math.Abs(e.Capacity-truth) > 0.1*truth || !(e.Lower <= truth && truth <= e.Upper) {
 		t.Errorf("capacity %.1f [%.1f, %.1f], want %d within 10%% and inside its bounds", e.Capacity, e.Lower, e.Upper, truth)
+	}
+}
+
+// The engine's own decode readings over production alone (Point.Engine)
+// are points of the ITL law at production's batch: where the probes
+// decoded in batches of a few, a production of a dozen and more measures
+// the step as far, and the capacity is placed where the probes alone gave
+// a bound. They are no probes: not shown, counted or judged for a margin.
+func TestTheEnginesDecodeReadingsExtendTheITLLaw(t *testing.T) {
+	l := server{ttft: func(q, w, d float64) float64 { return 0.2 }, itl: func(b, a float64) float64 { return 0.010 + 0.002*(b-1) }}
+	u := UseCase{Name: "u", Statistic: "mean", DecodeMin: 20, InputTokens: 1000, OutputTokens: 128}
+	const truth = 21 // 1/(10 ms + 2 ms x 20 others) = 20 tokens/s
+	probes := window(l, loads(6, 1, 2), []int{3}, 0.02, 11)
+	rng := rand.New(rand.NewPCG(3, 5))
+	var engine []Point
+	for i, b := range []float64{12, 12, 12, 16, 16, 16} {
+		itl := l.itl(b, b) * (1 + 0.01*rng.NormFloat64())
+		engine = append(engine, Point{Time: t0.Add(time.Duration(40+i) * time.Minute), Engine: true, Load: b, InFlight: b, Sent: b,
+			ITL: itl, TTFT: math.NaN(), E2E: math.NaN(), Decode: 1 / itl})
+	}
+	for _, tc := range []struct {
+		name   string
+		points []Point
+		placed bool
+	}{
+		{"probes alone: a bound", probes, false},
+		{"with the engine's readings", slices.Concat(probes, engine), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := Evaluate("a", u, tc.points, Production{InFlight: 1})
+			switch {
+			case !tc.placed && (e.Bound != "lower" || e.Lower > truth):
+				t.Errorf("capacity %.1f bound %q [%.1f, %.1f], want a lower bound at most %d", e.Capacity, e.Bound, e.Lower, e.Upper, truth)
+			case tc.placed && (math.Abs(e.Capacity-truth) > 0.1*truth || !(e.Lower <= truth && truth <= e.Upper)):
+				t.Errorf("capacity %.1f [%.1f, %.1f], want %d within 10%% and inside its bounds", e.Capacity, e.Lower, e.Upper, truth)
+			}
+			if len(e.Points) != len(probes) || e.Samples > len(observations(probes, u.held())) {
+				t.Errorf("%d points shown and %d samples counted, want the %d probes'", len(e.Points), e.Samples, len(probes))
+			}
+		})
 	}
 }

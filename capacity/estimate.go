@@ -167,19 +167,22 @@ func Evaluate(target string, u UseCase, points []Point, now Production) Estimate
 // evaluate is Evaluate with the memo's fits, kept under slot beside the
 // target and use case.
 func (m *Memo) evaluate(target string, u UseCase, points []Point, now Production, slot string) Estimate {
+	// The engine's own readings (Point.Engine) feed the ITL law; the
+	// points shown, counted and judged for the margins are the probes'.
+	probes := slices.DeleteFunc(slices.Clone(points), func(p Point) bool { return p.Engine })
 	e := Estimate{Target: target, UseCase: u.Name, Scenario: u.Scenario, Capacity: math.NaN(), Lower: math.NaN(), Upper: math.NaN(), Aim: math.NaN(),
-		Load: now.InFlight, Free: math.NaN(), Ratio: math.NaN(), Margin: math.NaN(), SamplesNeeded: MinSamples, Points: points}
+		Load: now.InFlight, Free: math.NaN(), Ratio: math.NaN(), Margin: math.NaN(), SamplesNeeded: MinSamples, Points: probes}
 	e.SLOs = u.SLOs()
-	if len(points) == 0 {
+	if len(probes) == 0 {
 		e.Why = "no successful probe in the window"
 		return e
 	}
 	os := observations(points, u.held())
-	e.Samples = len(os)
+	e.Samples = len(os) - (len(points) - len(probes))
 	// Until the laws are placed, the margin is the window's statistic over
 	// the lone probes: what users met at the loads production made.
 	var lone []Point
-	for _, p := range recent(points, u.Recent) {
+	for _, p := range recent(probes, u.Recent) {
 		if p.Burst <= 1 && p.Cell == 0 && !p.Aftermath {
 			lone = append(lone, p)
 		}

@@ -80,6 +80,10 @@ type obs struct {
 	gap float64
 }
 
+// engineGroups numbers the groups of the engine's readings (observations),
+// one a batch, past any probe's or burst's.
+const engineGroups = 1 << 30
+
 // observations turns a window's points into the model's observations: a
 // lone probe at its level and load, and each probe of a burst or a bench
 // cell by its place in it (below). perRequest is the KV tokens a request
@@ -91,6 +95,17 @@ func observations(points []Point, perRequest float64) []obs {
 	var keys [][3]int64
 	for _, p := range points {
 		if p.Aftermath || math.IsNaN(p.Load) {
+			continue
+		}
+		if p.Engine {
+			// The engine's steps over production alone: each of the batch's
+			// sequences arrived into it, none waits beside a prompt of its
+			// own, and its mean interval counts the steps that prefilled.
+			// The spans at one batch are one measurement of it, as a
+			// burst's probes are of its level: sixty half minutes of a
+			// steady production that sit 5% off the law say so once.
+			b := p.InFlight
+			out = append(out, obs{q: 1, level: b, a: b, b: b, kv: excess(p), itl: p.ITL, decodeOK: true, prefilling: p.Waiting, group: engineGroups + int(math.Round(b))})
 			continue
 		}
 		if p.Burst <= 1 && p.Cell == 0 {
@@ -550,7 +565,17 @@ func itlPart(os []obs, pr Prior, prefill float64) part {
 	if b := pr.Bend; b.Value > 0 && b.SE > 0 && b.Batches > measured {
 		lent = []priorRow{{col: curved, value: b.Value, sd: b.SE}}
 	}
-	p.fitTo(x, y, groups, pr.ITL, pr, fitITL(most), lent...)
+	// What a thousand KV tokens of production's add to a step is what a
+	// thousand more a sequence holds add to its own (perSequence's line
+	// across the use cases' lengths): one cost per KV token read. Where
+	// production's KV and its count move together (a steady mix), the data
+	// alone cannot split a step's growth between them, and the twin, with
+	// no production, needs the split.
+	var perKV []priorRow
+	if r := pr.ITL; r.PerKVSE > 0 && spread(x, itlKV) {
+		perKV = []priorRow{{col: itlKV, value: r.PerKV, sd: math.Hypot(priorSpread*r.PerKV, r.PerKVSE)}}
+	}
+	p.fitTo(x, y, groups, pr.ITL, pr, fitITL(most), slices.Concat(lent, perKV)...)
 	if p.ok && len(lent) == 0 && p.fit.used[curved] && p.fit.beta[curved] < p.fit.quantile()*math.Sqrt(p.fit.cov[curved][curved]) {
 		// A bend the data cannot tell from noise is left out of the
 		// estimate: with it, a line's noise would bend the extrapolation
@@ -560,7 +585,7 @@ func itlPart(os []obs, pr Prior, prefill float64) part {
 		for _, r := range x {
 			r[curved] = 0
 		}
-		p.fitTo(x, y, groups, pr.ITL, pr, fitITL(most))
+		p.fitTo(x, y, groups, pr.ITL, pr, fitITL(most), perKV...)
 	} else if p.ok && p.fit.varies[curved] && !p.fit.used[curved] {
 		// The bend was held at zero, its fit below it; its upper 95%
 		// limit may still be above zero: not excluding a bend is not
@@ -703,8 +728,10 @@ func (pr Prior) scale() float64 {
 //
 // Slope > 0 is the slope itself, SlopeSE its standard error: the ITL law's
 // prior read off the others' slopes against the KV tokens their sequences
-// hold (perSequence), which takes the place of Value where known.
-type Ratio struct{ Value, SE, Fixed, Slope, SlopeSE float64 }
+// hold (perSequence), which takes the place of Value where known. PerKV,
+// with PerKVSE > 0, is that line's own slope, what a thousand KV tokens a
+// sequence holds add to a step: the prior of the ITL law's δk.
+type Ratio struct{ Value, SE, Fixed, Slope, SlopeSE, PerKV, PerKVSE float64 }
 
 // priorSpread is how far a slope taken from the target's other use cases
 // may be off for this one, as a share of it, where their data cannot say:
@@ -790,8 +817,8 @@ func Pool(others []Slopes, held float64) Prior {
 	}
 	out.TTFT = pool(func(s Slopes) Slope { return s.TTFT })
 	out.ITL = pool(func(s Slopes) Slope { return s.ITL })
-	if m, se, ok := perSequence(others, held); ok {
-		out.ITL.Slope, out.ITL.SlopeSE = m, se
+	if m, se, kv, kvSE, ok := perSequence(others, held); ok {
+		out.ITL.Slope, out.ITL.SlopeSE, out.ITL.PerKV, out.ITL.PerKVSE = m, se, kv, kvSE
 	}
 	var bends, bendSEs []float64
 	batches := 0.0
@@ -874,10 +901,11 @@ func randomEffects(v, se []float64) (mean, predSE float64, ok bool) {
 // scatter pooled with priorSpread's (the random effect of Pool: slopes at
 // two lengths differ by more than their own standard errors, which only
 // say that each is sloped), and read at held with its standard error
-// there. ok is false with fewer
+// there. kv is the line's slope, per thousand tokens, and kvSE its standard
+// error (0 where the fit held it at zero). ok is false with fewer
 // than two sloped use cases of different lengths, or where the line is not
 // above zero at held.
-func perSequence(others []Slopes, held float64) (m, se float64, ok bool) {
+func perSequence(others []Slopes, held float64) (m, se, kv, kvSE float64, ok bool) {
 	var x [][]float64
 	var y []float64
 	for _, o := range others {
@@ -886,19 +914,22 @@ func perSequence(others []Slopes, held float64) (m, se float64, ok bool) {
 		}
 	}
 	if len(y) < 2 || !spread(x, 1) {
-		return 0, 0, false
+		return 0, 0, 0, 0, false
 	}
 	f, fitted := fitLinear(x, y, nil, []bool{false, true}, slopePrior{}, priorSpread)
 	if !fitted {
-		return 0, 0, false
+		return 0, 0, 0, 0, false
 	}
 	h := held / 1000
 	m = f.beta[0] + f.beta[1]*h
 	v := f.cov[0][0] + 2*h*f.cov[0][1] + h*h*f.cov[1][1]
 	if !(m > 0) || !(v >= 0) || math.IsInf(v, 0) {
-		return 0, 0, false
+		return 0, 0, 0, 0, false
 	}
-	return m, math.Sqrt(v), true
+	if f.used[1] && f.cov[1][1] > 0 && !math.IsInf(f.cov[1][1], 0) {
+		kv, kvSE = f.beta[1], math.Sqrt(f.cov[1][1])
+	}
+	return m, math.Sqrt(v), kv, kvSE, true
 }
 
 // fixedPart is the part of a law's intercept that a request queued or

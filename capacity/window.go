@@ -66,6 +66,15 @@ type Point struct {
 	// TTFT and E2E are where its first and last tokens came (0: none
 	// came), and it measured no decode.
 	Lost bool `json:"lost,omitempty"`
+	// Engine marks no probe but the engine's own inter-token readings over
+	// a span in which production ran alone (monitor.Decode): ITL its mean
+	// time between tokens, InFlight the batch its tokens were decoded in,
+	// KV and Held the KV tokens that batch held and its count, Waiting the
+	// share of its tokens decoded while prompts waited for prefill. It
+	// counts for the ITL law only: it is no request of the use case's, and
+	// it is not shown among the probes.
+	Engine  bool    `json:"-"`
+	Waiting float64 `json:"-"`
 }
 
 // MaxPoints bounds each series whatever the uptime and the time it keeps:

@@ -157,11 +157,17 @@ func (e *Estimator) read(target string, s spec, kv float64, now time.Time) *inpu
 		in.cus[i].KVTokens = kv
 		in.cus[i].Recent = now.Add(-u.Window)
 		in.points[i] = e.store.Window(target, u.Scenario, now.Add(-u.CurveWindow))
+		if dec := e.engine.Window(target, "", now.Add(-u.Window)); len(dec) > 0 {
+			in.points[i] = slices.Concat(in.points[i], dec)
+		}
 		ratios[i] = capacity.Ratios(in.cus[i], append(slices.Clone(s.seeds[i]), in.points[i]...))
 		// A point is in a window while now is at most its time plus the
 		// window (Store.Window and the margins' Recent: at or after now
 		// less the window).
 		for _, p := range in.points[i] {
+			if p.Engine {
+				continue // taken at the probes' pace (Decoded), not on their own
+			}
 			for _, d := range [2]time.Duration{u.CurveWindow, u.Window} {
 				if t := p.Time.Add(d); t.Before(in.last) && !t.Before(now) {
 					in.last = t

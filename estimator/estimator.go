@@ -21,7 +21,10 @@ import (
 // Estimator is the capacity model of a running configuration.
 type Estimator struct {
 	store *capacity.Store
-	memo  *capacity.Memo
+	// engine keeps each target's engine decode readings (Decoded), under
+	// no scenario, for as long as the longest use case window.
+	engine *capacity.Store
+	memo   *capacity.Memo
 
 	mu    sync.Mutex
 	cfg   *config.Config
@@ -44,8 +47,9 @@ func (e *Estimator) Close() { e.refreshing.Wait() }
 
 // New returns an estimator for cfg and its bench seeds.
 func New(cfg *config.Config, seeds Seeds) *Estimator {
-	e := &Estimator{store: capacity.NewStore(), memo: capacity.NewMemo(), cfg: cfg, seeds: seeds, kv: map[string]float64{}}
+	e := &Estimator{store: capacity.NewStore(), engine: capacity.NewStore(), memo: capacity.NewMemo(), cfg: cfg, seeds: seeds, kv: map[string]float64{}}
 	e.store.Keep(longestCurve(cfg))
+	e.engine.Keep(longestWindow(cfg))
 	e.targets = e.specs(cfg, seeds)
 	return e
 }
@@ -56,6 +60,16 @@ func longestCurve(cfg *config.Config) time.Duration {
 	var d time.Duration
 	for _, u := range cfg.UseCases {
 		d = max(d, u.CurveWindow)
+	}
+	return d
+}
+
+// longestWindow is the longest window of cfg's use cases: how long the
+// engine's decode readings feed the ITL laws (Decoded).
+func longestWindow(cfg *config.Config) time.Duration {
+	var d time.Duration
+	for _, u := range cfg.UseCases {
+		d = max(d, u.Window)
 	}
 	return d
 }
@@ -112,6 +126,8 @@ func (e *Estimator) Configure(cfg *config.Config, seeds Seeds) {
 	e.mu.Unlock()
 	e.store.Keep(longestCurve(cfg))
 	e.store.ForgetIf(func(target, scenario string) bool { return !probed[[2]string{target, scenario}] })
+	e.engine.Keep(longestWindow(cfg))
+	e.engine.ForgetIf(func(target, _ string) bool { return !names[target] })
 	for _, t := range old.Targets {
 		if !names[t.Name] {
 			e.memo.Forget(t.Name)
@@ -148,11 +164,25 @@ func (e *Estimator) record(s monitor.Sample) {
 	e.changed(s.Target)
 }
 
-// Decoded implements monitor.Recorder. The engine's own decode readings mix
-// production's contexts, which the ITL law does not separate
-// (docs/capacity-model.md), so the model does not take them yet, and they
-// are not kept.
-func (e *Estimator) Decoded(string, monitor.Decode) {}
+// Decoded implements monitor.Recorder: the engine's own decode readings
+// over production alone, a point of the ITL law at production's batch for
+// every use case of the target (capacity.Point.Engine), its contexts
+// counted by the KV term. Only where the engine says its KV usage: a
+// reading is production's alone, none of its sequences of the use case's
+// shape, and without the KV tokens its batch held, production's contexts
+// would pass for the use case's (on the suite's servers whose decode
+// answers to a request's own context, production's short ones read as a
+// cheaper step than a 96K use case meets, and its capacity 2 to 4 times
+// low). They come every 30 s (monitor.DecodeSpan) and ask for no fit of
+// their own: the next probe's takes them, as a fit for each at a fleet's
+// thousand targets would cost more than all its probes' fits.
+func (e *Estimator) Decoded(target string, d monitor.Decode) {
+	if !(d.KV >= 0) {
+		return
+	}
+	e.engine.Add(target, "", capacity.Point{Time: d.Time, Engine: true, Load: d.Running, InFlight: d.Running, Sent: d.Running, KV: d.KV, Held: d.Running,
+		ITL: d.ITL, Waiting: d.Waiting, TTFT: math.NaN(), E2E: math.NaN(), Decode: 1 / d.ITL})
+}
 
 // Burst implements monitor.Calibrator: of the target's use cases that want
 // a calibration burst now, those first that have had none, then those
@@ -271,6 +301,7 @@ func (e *Estimator) Known(target string) (known, total int) {
 // changed, and what its probes said of it no longer holds.
 func (e *Estimator) Reset(target string) {
 	e.store.Forget(target)
+	e.engine.Forget(target)
 	e.memo.Forget(target)
 	e.mu.Lock()
 	delete(e.kv, target)

@@ -114,3 +114,26 @@ func TestTargetsShareSpecs(t *testing.T) {
 		t.Errorf("d's spec %+v is a's, or lost its seed", d)
 	}
 }
+
+// The engine's decode readings are kept for the ITL laws only where the
+// engine says the KV tokens their batch held (Decoded), for its window, and
+// go with the target.
+func TestDecodedReadingsNeedTheirKV(t *testing.T) {
+	cfg, err := config.Parse([]byte("targets: [{name: a, url: 'http://h'}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := New(cfg, nil)
+	now := time.Now()
+	for i, kv := range []float64{math.NaN(), 60000, math.NaN(), 90000} {
+		e.Decoded("a", monitor.Decode{Time: now.Add(time.Duration(i) * monitor.DecodeSpan), Running: 6, ITL: 0.02, KV: kv})
+	}
+	got := e.engine.Window("a", "", now.Add(-time.Hour))
+	if len(got) != 2 || got[0].KV != 60000 || got[1].KV != 90000 || !got[0].Engine || got[0].Held != 6 {
+		t.Errorf("kept %+v, want the two readings with their KV, as the engine's", got)
+	}
+	e.Reset("a")
+	if got := e.engine.Window("a", "", now.Add(-time.Hour)); len(got) != 0 {
+		t.Errorf("kept %d readings after the target's server changed", len(got))
+	}
+}

@@ -48,31 +48,26 @@ func (e *Estimator) Close() { e.refreshing.Wait() }
 // New returns an estimator for cfg and its bench seeds.
 func New(cfg *config.Config, seeds Seeds) *Estimator {
 	e := &Estimator{store: capacity.NewStore(), engine: capacity.NewStore(), memo: capacity.NewMemo(), cfg: cfg, seeds: seeds, kv: map[string]float64{}}
-	e.store.Keep(longestCurve(cfg))
-	e.engine.Keep(longestWindow(cfg))
+	e.store.Keep(longest(cfg, curveWindow))
+	e.engine.Keep(longest(cfg, window))
 	e.targets = e.specs(cfg, seeds)
 	return e
 }
 
-// longestCurve is the longest curve window of cfg's use cases: older
-// points feed no curve, and the store drops them.
-func longestCurve(cfg *config.Config) time.Duration {
+// longest is the longest of a duration cfg's use cases each have. The
+// store keeps the points of the longest curve window (older ones feed no
+// curve), the engine's decode readings those of the longest window (how
+// long they feed the ITL laws: Decoded).
+func longest(cfg *config.Config, of func(config.UseCase) time.Duration) time.Duration {
 	var d time.Duration
 	for _, u := range cfg.UseCases {
-		d = max(d, u.CurveWindow)
+		d = max(d, of(u))
 	}
 	return d
 }
 
-// longestWindow is the longest window of cfg's use cases: how long the
-// engine's decode readings feed the ITL laws (Decoded).
-func longestWindow(cfg *config.Config) time.Duration {
-	var d time.Duration
-	for _, u := range cfg.UseCases {
-		d = max(d, u.Window)
-	}
-	return d
-}
+func curveWindow(u config.UseCase) time.Duration { return u.CurveWindow }
+func window(u config.UseCase) time.Duration      { return u.Window }
 
 // specs are cfg's targets' specs, each target's cache kept where its spec
 // is unchanged (e.mu held, or e not yet shared). Targets whose specs are
@@ -124,9 +119,9 @@ func (e *Estimator) Configure(cfg *config.Config, seeds Seeds) {
 		}
 	}
 	e.mu.Unlock()
-	e.store.Keep(longestCurve(cfg))
+	e.store.Keep(longest(cfg, curveWindow))
 	e.store.ForgetIf(func(target, scenario string) bool { return !probed[[2]string{target, scenario}] })
-	e.engine.Keep(longestWindow(cfg))
+	e.engine.Keep(longest(cfg, window))
 	e.engine.ForgetIf(func(target, _ string) bool { return !names[target] })
 	for _, t := range old.Targets {
 		if !names[t.Name] {

@@ -686,11 +686,11 @@ func TestPoolLendsTheBend(t *testing.T) {
 		{Bend: Bend{Value: 0.0003, SE: 0.00003, Batches: 30}},
 		{},
 	}
-	b := Pool(others, 1000).Bend
+	b := Pool(others, Slopes{Held: 1000}).Bend
 	if !(b.Value > 0.0002 && b.Value < 0.0003) || b.Batches != 64 || !(b.SE >= priorSpread*b.Value) {
 		t.Errorf("lent bend %+v, want between the two, from 64 batches, its SE at least half of it", b)
 	}
-	if b := Pool(others[2:], 1000).Bend; b != (Bend{}) {
+	if b := Pool(others[2:], Slopes{Held: 1000}).Bend; b != (Bend{}) {
 		t.Errorf("with no bend measured, lent %+v", b)
 	}
 }
@@ -1085,7 +1085,7 @@ func TestPoolIsARandomEffectsMean(t *testing.T) {
 		// Its own draw and the next: sqrt(2τ² + se²).
 		{"one ratio alone", slopes([2]float64{0.9, 0.1}), 0.89, 0.91, 0.6, 0.7},
 	} {
-		r := Pool(tc.others, 0).TTFT
+		r := Pool(tc.others, Slopes{}).TTFT
 		if r.Value < tc.loMean || r.Value > tc.hiMean || r.SE < tc.loSE || r.SE > tc.hiSE {
 			t.Errorf("%s: prior %.3f ± %.3f, want [%.2f, %.2f] ± [%.2f, %.2f]", tc.name, r.Value, r.SE, tc.loMean, tc.hiMean, tc.loSE, tc.hiSE)
 		}
@@ -1526,5 +1526,48 @@ func TestTheEnginesDecodeReadingsExtendTheITLLaw(t *testing.T) {
 				t.Errorf("%d points shown and %d samples counted, want the %d probes'", len(e.Points), e.Samples, len(probes))
 			}
 		})
+	}
+}
+
+// One request alone is no slower than one of a heavier use case alone: a
+// light use case whose only lone probe met an outlier (a decode step ten
+// times the law's) has its intercepts held at the heavier one's upper
+// limits, and its bounds hold the law's capacity. Without the ceiling the
+// bounds miss it: the burst's steps, quicker than the outlier's alone,
+// hold the slope at zero, and the law reads "at least 32". (With no burst
+// at all the outlier's step alone breaks the threshold: the suite's
+// noise/1 code completion, idle, read 0 between bounds of 0 and 0.)
+func TestAHeavierUseCaseBoundsALightOnesAlone(t *testing.T) {
+	l := server{ttft: func(q, w, d float64) float64 { return 0.1 * q }, itl: func(b, a float64) float64 { return 0.010 + 0.002*(b-1) }}
+	const truth = 21 // 1/(10 ms + 2 ms x 20 others) = 20 tokens/s
+	heavy := UseCase{Name: "heavy", Statistic: "mean", DecodeMin: 20, InputTokens: 8192, OutputTokens: 64}
+	light := UseCase{Name: "light", Statistic: "mean", DecodeMin: 20, InputTokens: 1024, OutputTokens: 64}
+	hp := window(l, loads(6, 1, 1), []int{4, 8, 16}, 0.02, 3)
+	outlier := Point{Time: t0.Add(time.Hour), Load: 1, InFlight: 1, Sent: 1, Level: 1, TTFT: 0.5, ITL: 0.1, Decode: 10}
+	outlier.E2E = outlier.TTFT + 63*outlier.ITL
+	lp := append(window(l, nil, []int{3}, 0.02, 5), outlier)
+	hr := Ratios(heavy, hp)
+	a := hr.ITLAlone
+	step := Limit{Value: a.Value + a.T*a.SE, SE: a.SE} // its upper 95% limit
+	light.Prior = Pool([]Slopes{hr}, Ratios(light, lp))
+	if c := light.Prior.ITL.Ceiling; c != step || !(c.Value > 0.01 && c.Value < 0.011) {
+		t.Fatalf("ceiling %+v, want the heavier use case's decode step alone, 10 ms and a little", c)
+	}
+	e := Evaluate("a", light, lp, Production{})
+	if step := e.Model()[5]; step.Symbol != "δ0" || step.Value > light.Prior.ITL.Ceiling.Value*1.01 {
+		t.Errorf("%s = %.4f s, want it held at the ceiling %.4f s", step.Symbol, step.Value, light.Prior.ITL.Ceiling.Value)
+	}
+	if !(e.Lower <= truth && truth <= e.Upper) || e.Bound == "" && math.Abs(e.Capacity-truth) > 0.15*truth {
+		t.Errorf("capacity %.1f [%.1f, %.1f] (%s), want its bounds to hold %d, and an estimate within 15%%", e.Capacity, e.Lower, e.Upper, e.Why, truth)
+	}
+	// A warm prefix's prefill (the engine's prefix cache) bounds no cold
+	// prompt's; its decode reads its KV tokens all the same.
+	heavy.Warm = true
+	if pr := Pool([]Slopes{Ratios(heavy, hp)}, Ratios(light, lp)); pr.TTFT.Ceiling != (Limit{}) || pr.ITL.Ceiling != step {
+		t.Errorf("beside a warm prefix: ceilings %+v and %+v, want none on TTFT and the decode step's %+v", pr.TTFT.Ceiling, pr.ITL.Ceiling, step)
+	}
+	light.Prior.TTFT.Ceiling, light.Prior.ITL.Ceiling = Limit{}, Limit{}
+	if e := Evaluate("a", light, lp, Production{}); e.Lower <= truth && truth <= e.Upper {
+		t.Errorf("without the ceiling: capacity %.1f [%.1f, %.1f], want bounds that miss %d (the test's premise)", e.Capacity, e.Lower, e.Upper, truth)
 	}
 }

@@ -22,6 +22,10 @@ type UseCase struct {
 	// InputTokens and OutputTokens are the shape of each of its "N
 	// concurrent requests".
 	InputTokens, OutputTokens int
+	// Warm is true where its prompts share a prefix the engine may keep
+	// cached (a scenario's cache: warm): its prefill alone then says
+	// nothing of what a colder prompt's takes.
+	Warm bool
 	// KVTokens is the target's KV cache in tokens where its engine says
 	// (engine.Load.KVTokens), 0 or NaN where not: it bounds how many of
 	// them the server admits at once.

@@ -634,7 +634,8 @@ func itlPart(os []obs, pr Prior, prefill float64) part {
 // lengths (Prior). Either holds only roughly: the ratio's SE is the spread
 // between the others' ratios (randomEffects), the slope is held to within
 // priorSpread of its value, and a use case's own bursts soon outweigh
-// either.
+// either. The intercept is held at most at r's ceiling, and the ratio's
+// prior taken at the intercept so held.
 func (p *part) fitTo(x [][]float64, y []float64, groups []int, r Ratio, pr Prior, fitWith fitter, lent ...priorRow) {
 	if len(y) == 0 {
 		return
@@ -650,19 +651,50 @@ func (p *part) fitTo(x [][]float64, y []float64, groups []int, r Ratio, pr Prior
 	if !ok {
 		return
 	}
+	alone := own.beta[0]
+	if c := r.Ceiling.Value; c > 0 {
+		alone = math.Min(alone, c)
+	}
 	rows := slices.Clone(lent)
-	switch work := own.beta[0] - r.Fixed; {
+	switch work := alone - r.Fixed; {
 	case r.Slope > 0:
 		rows = append(rows, priorRow{col: 1, value: r.Slope, sd: math.Hypot(priorSpread*r.Slope, r.SlopeSE)})
 	case r.SE > 0 && r.Value > 0 && work > 0:
 		// r.SE is already the spread between use cases (Pool).
 		rows = append(rows, priorRow{col: 1, value: r.Value * work, sd: r.SE * work})
 	}
-	if len(rows) == 0 {
-		return
+	if len(rows) > 0 {
+		p.fit, p.ok = fitWith(x, y, groups, nonneg, slopePrior{rows: rows, s2: own.scale * own.scale}, scale0)
+		p.reach = math.Max(p.reach, pr.Reach)
 	}
-	p.fit, p.ok = fitWith(x, y, groups, nonneg, slopePrior{rows: rows, s2: own.scale * own.scale}, scale0)
-	p.reach = math.Max(p.reach, pr.Reach)
+	if c := r.Ceiling; p.ok && c.Value > 0 && p.fit.beta[0] > c.Value {
+		// Held at the ceiling, as an active constraint is: the slopes
+		// refitted to what is left. The intercept is then known as well
+		// as the heavier use case's is, and no better.
+		rows = append(rows, priorRow{col: 0, value: c.Value, sd: c.Value * pinned})
+		if f, ok := fitWith(x, y, groups, nonneg, slopePrior{rows: rows, s2: own.scale * own.scale}, scale0); ok {
+			f.cov[0][0] = math.Max(f.cov[0][0], c.SE*c.SE)
+			p.fit = f
+		}
+	}
+}
+
+// pinned is a prior's standard deviation, as a share of its value, that
+// holds a coefficient at it: the data's own weigh a thousandth as much.
+const pinned = 1e-3
+
+// alone is what the law's own data say of its intercept, one request
+// alone; zero where not fitted, or not above zero.
+func (p part) alone() Alone {
+	f := p.fit
+	if !p.ok || !(f.beta[0] > 0) {
+		return Alone{}
+	}
+	se := math.Sqrt(f.cov[0][0])
+	if !(se >= 0) || math.IsInf(se, 0) {
+		return Alone{}
+	}
+	return Alone{Value: f.beta[0], SE: se, T: f.quantile()}
 }
 
 // prefill is a lone prompt's prefill by the TTFT law, its intercept; 0
@@ -731,7 +763,23 @@ func (pr Prior) scale() float64 {
 // hold (perSequence), which takes the place of Value where known. PerKV,
 // with PerKVSE > 0, is that line's own slope, what a thousand KV tokens a
 // sequence holds add to a step: the prior of the ITL law's δk.
-type Ratio struct{ Value, SE, Fixed, Slope, SlopeSE, PerKV, PerKVSE float64 }
+//
+// Ceiling, where known, is the most the law's intercept can be: one
+// request alone is no slower than one of a heavier use case alone
+// (ceiling).
+type Ratio struct {
+	Value, SE, Fixed, Slope, SlopeSE, PerKV, PerKVSE float64
+	Ceiling                                          Limit
+}
+
+// Limit is an upper 95% limit on a coefficient (Value; 0: none known)
+// and the standard error of the estimate it is the limit of.
+type Limit struct{ Value, SE float64 }
+
+// Alone is what a use case's own data say of a law's intercept, one
+// request alone: its estimate, standard error, and the two-sided 95%
+// quantile of Student's t at its fit's degrees of freedom (T 0: none).
+type Alone struct{ Value, SE, T float64 }
 
 // priorSpread is how far a slope taken from the target's other use cases
 // may be off for this one, as a share of it, where their data cannot say:
@@ -750,8 +798,13 @@ type Slopes struct {
 	Bend         Bend
 	Scale, Reach float64
 	// Held is the KV tokens one of its requests holds (UseCase.held): what
-	// each sequence of its batch reads in a decode step.
-	Held float64
+	// each sequence of its batch reads in a decode step. Prompt is its
+	// prompt's tokens: what its prefill computes.
+	Held, Prompt float64
+	// TTFTAlone and ITLAlone are the laws' intercepts (one request
+	// alone), where its own data fit them; no TTFTAlone for a warm
+	// prefix's (UseCase.Warm).
+	TTFTAlone, ITLAlone Alone
 }
 
 // Slope is one law's intercept and slope (SE 0: no slope known).
@@ -760,9 +813,13 @@ type Slope struct{ Intercept, Value, SE float64 }
 // Ratios is what one use case's own data say of its laws (Slopes).
 func Ratios(u UseCase, points []Point) Slopes {
 	os := observations(points, u.held())
-	out := Slopes{Held: u.held()}
+	out := Slopes{Held: u.held(), Prompt: float64(u.InputTokens)}
 	ttft := ttftPart(os, Prior{})
 	itl := itlPart(os, Prior{}, ttft.prefill())
+	out.ITLAlone = itl.alone()
+	if !u.Warm {
+		out.TTFTAlone = ttft.alone()
+	}
 	if f := itl.fit; itl.ok && f.used[curved] && f.cov[curved][curved] > 0 && !math.IsInf(f.cov[curved][curved], 0) {
 		out.Bend = Bend{Value: f.beta[curved], SE: math.Sqrt(f.cov[curved][curved]), Batches: itl.batches}
 	}
@@ -792,9 +849,12 @@ func Ratios(u UseCase, points []Point) Slopes {
 // their standard errors, so the prior for one more use case is a draw
 // from their spread, not their mean. The bends their own data kept pool
 // the same way, as themselves (Bend), reaching as far as the furthest of
-// their batches. The scale is their median, the reach their most.
-func Pool(others []Slopes, held float64) Prior {
+// their batches. The scale is their median, the reach their most. Each
+// law's ceiling is the heavier others' (ceiling), self's size the one
+// it is held to.
+func Pool(others []Slopes, self Slopes) Prior {
 	var out Prior
+	held := self.Held
 	pool := func(get func(Slopes) Slope) Ratio {
 		var sloped []Slope
 		for _, o := range others {
@@ -820,6 +880,8 @@ func Pool(others []Slopes, held float64) Prior {
 	if m, se, kv, kvSE, ok := perSequence(others, held); ok {
 		out.ITL.Slope, out.ITL.SlopeSE, out.ITL.PerKV, out.ITL.PerKVSE = m, se, kv, kvSE
 	}
+	out.TTFT.Ceiling = ceiling(others, func(o Slopes) (float64, Alone) { return o.Prompt, o.TTFTAlone }, self.Prompt)
+	out.ITL.Ceiling = ceiling(others, func(o Slopes) (float64, Alone) { return o.Held, o.ITLAlone }, held)
 	var bends, bendSEs []float64
 	batches := 0.0
 	for _, o := range others {
@@ -842,6 +904,29 @@ func Pool(others []Slopes, held float64) Prior {
 	}
 	if len(scales) > 0 {
 		out.Scale = Statistic(scales, "p50")
+	}
+	return out
+}
+
+// ceiling is the least upper 95% limit of a law's intercept among the use
+// cases at least as heavy as this one (of: at their size, what their own
+// data say; size: the tokens a prefill computes, or a decode step reads
+// per sequence). A longer prompt's prefill alone computes more, and a
+// sequence holding more KV tokens reads more in each step alone, so
+// neither is quicker. A use case's own intercept can rest on one lone
+// probe that met an outlier, or on probes under production whose charge
+// its terms misplace; a heavier one's bounds it. The mirror, a lighter
+// one's lower limit as a floor, is not taken (docs/capacity.md's
+// changelog): a heavier prompt's intercept may lie far above a lighter
+// one's, and held at that floor with its standard error, bands that
+// rightly reached to no bound placed thresholds 2x off.
+func ceiling(others []Slopes, of func(Slopes) (float64, Alone), size float64) Limit {
+	var out Limit
+	for _, o := range others {
+		at, a := of(o)
+		if up := a.Value + a.T*a.SE; a.T > 0 && at >= size && (out.Value == 0 || up < out.Value) {
+			out = Limit{Value: up, SE: a.SE}
+		}
 	}
 	return out
 }

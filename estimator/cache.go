@@ -61,7 +61,7 @@ func specOf(cfg *config.Config, seeds Seeds, t config.Target) spec {
 		cu := useCase(u)
 		for _, sc := range cfg.Scenarios {
 			if sc.Name == u.Scenario {
-				cu.InputTokens = sc.InputTokens
+				cu.InputTokens, cu.Warm = sc.InputTokens, sc.Cache == "warm"
 			}
 		}
 		s.us, s.cus, s.seeds = append(s.us, u), append(s.cus, cu), append(s.seeds, seeds[t.Name][u.Scenario])
@@ -176,7 +176,7 @@ func (e *Estimator) read(target string, s spec, kv float64, now time.Time) *inpu
 		}
 	}
 	for i := range s.us {
-		in.cus[i].Prior = capacity.Pool(slices.Delete(slices.Clone(ratios), i, i+1), ratios[i].Held)
+		in.cus[i].Prior = capacity.Pool(slices.Delete(slices.Clone(ratios), i, i+1), ratios[i])
 	}
 	return in
 }

@@ -668,12 +668,15 @@ func (p *part) fitTo(x [][]float64, y []float64, groups []int, r Ratio, pr Prior
 		p.reach = math.Max(p.reach, pr.Reach)
 	}
 	if c := r.Ceiling; p.ok && c.Value > 0 && p.fit.beta[0] > c.Value {
+		free := p.fit.cov[0][0]
 		// Held at the ceiling, as an active constraint is: the slopes
-		// refitted to what is left. The intercept is then known as well
-		// as the heavier use case's is, and no better.
+		// refitted to what is left. The intercept is then known no
+		// better than the heavier use case's is, nor than its own data
+		// alone said: held, it would otherwise narrow the bands by what
+		// no probe measured.
 		rows = append(rows, priorRow{col: 0, value: c.Value, sd: c.Value * pinned})
 		if f, ok := fitWith(x, y, groups, nonneg, slopePrior{rows: rows, s2: own.scale * own.scale}, scale0); ok {
-			f.cov[0][0] = math.Max(f.cov[0][0], c.SE*c.SE)
+			f.cov[0][0] = math.Max(math.Max(f.cov[0][0], c.SE*c.SE), free)
 			p.fit = f
 		}
 	}
@@ -918,8 +921,8 @@ func Pool(others []Slopes, self Slopes) Prior {
 // its terms misplace; a heavier one's bounds it. The mirror, a lighter
 // one's lower limit as a floor, is not taken (docs/capacity.md's
 // changelog): a heavier prompt's intercept may lie far above a lighter
-// one's, and held at that floor with its standard error, bands that
-// rightly reached to no bound placed thresholds 2x off.
+// one's, and held at that floor, laws under production whose fits put
+// its charge in their slopes placed thresholds 2x low.
 func ceiling(others []Slopes, of func(Slopes) (float64, Alone), size float64) Limit {
 	var out Limit
 	for _, o := range others {

@@ -8,7 +8,7 @@ import "testing"
 // arrives as a burst that waits as long as the first. The capacity
 // model's twin counts on it (capacity's TestAWaveStaysAWave); report 000's
 // short chatbot, 48 requests of 8K prompts and 1,024 tokens, is the case
-// docs/capacity-model.md quotes.
+// docs/capacity-model-details.md quotes.
 func TestAClosedLoopKeepsItsWaves(t *testing.T) {
 	reports, err := Reports()
 	if err != nil {

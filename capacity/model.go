@@ -48,6 +48,21 @@ import (
 // benchmark's own next cell would go. Past it the capacity is a bound.
 const Reach = 2.0
 
+// horizon is how much further than the trusted range (Reach times the
+// data's) the bounds look for a threshold: a band's optimistic edge
+// crosses later than the estimate's line, and is found where the data
+// bound it at all. A band that crosses nowhere within it, eight times the
+// most requests the data hold together, bounds nothing (Upper +Inf, and
+// the estimate is a bound): calibration's next burst goes at most leap
+// times the highest level, so such a crossing is no burst's to measure.
+const horizon = 4
+
+// laterTurn: a burst's first token that comes more than this share of the
+// burst's quickest TTFT after the one before came in a later step of the
+// engine. The quickest TTFT lasts at least one step, and the first tokens
+// of one step come together, apart by jitter far smaller than a step.
+const laterTurn = 0.5
+
 // MinSamples is the fewest observations a law is fitted to from its own
 // data: one request alone and one level of requests together give its
 // intercept and slope; how far they scatter comes from the target's other
@@ -200,7 +215,7 @@ func observations(points []Point, perRequest float64) []obs {
 			case math.IsInf(f, 1):
 				turns[i] = -1
 				continue
-			case f-first(ordered[i-1]) > first(ordered[0])/2:
+			case f-first(ordered[i-1]) > laterTurn*first(ordered[0]):
 				sizes = append(sizes, 0)
 			}
 			turns[i] = len(sizes) - 1
@@ -1158,16 +1173,16 @@ func fit(slos []SLO, os []obs, stat string, shape twin, pr Prior) *fitted {
 			continue
 		}
 		// The search goes as far as the data place a threshold, and the
-		// upper bound's four times further: past that, nothing bounds it.
+		// bounds' horizon times further: past that, nothing bounds it.
 		far := int(math.Ceil(Reach * reach))
 		sf := sloFit{est: base.limit(*s, far)}
 		sf.placed = sf.est <= Reach*reach
 		at := math.Min(sf.est, float64(far))
-		lo := shifted(shape, ttft.fit, itl.fit, 1, 1).limit(*s, 4*far)
+		lo := shifted(shape, ttft.fit, itl.fit, 1, 1).limit(*s, horizon*far)
 		if itl.wide != nil && s.Name != "ttft_seconds" {
-			lo = math.Min(lo, shifted(shape, ttft.fit, *itl.wide, 1, 1).limit(*s, 4*far))
+			lo = math.Min(lo, shifted(shape, ttft.fit, *itl.wide, 1, 1).limit(*s, horizon*far))
 		}
-		hi := shifted(optimistic, ttft.fit, itl.fit, -1, -1).limit(*s, 4*far)
+		hi := shifted(optimistic, ttft.fit, itl.fit, -1, -1).limit(*s, horizon*far)
 		// A closed loop is not monotone in every cost: a quicker decode
 		// brings the second round back while the first still queues for
 		// prefill, so a slower decode beside a quicker prefill can be the
@@ -1178,11 +1193,11 @@ func fit(slos []SLO, os []obs, stat string, shape twin, pr Prior) *fitted {
 		// search's interpolation, which no latency measures (a law need
 		// not be straight between them), so a band narrower than that
 		// step would claim what nothing measured.
-		quickPrefill := shifted(shape, ttft.fit, itl.fit, -1, 1).limit(*s, 4*far)
-		quickDecode := shifted(optimistic, ttft.fit, itl.fit, 1, -1).limit(*s, 4*far)
+		quickPrefill := shifted(shape, ttft.fit, itl.fit, -1, 1).limit(*s, horizon*far)
+		quickDecode := shifted(optimistic, ttft.fit, itl.fit, 1, -1).limit(*s, horizon*far)
 		sf.lo = min(lo, hi, quickPrefill, quickDecode, math.Floor(sf.est))
 		sf.hi = max(lo, hi, quickPrefill, quickDecode, math.Ceil(sf.est))
-		if sf.hi > float64(4*far) {
+		if sf.hi > float64(horizon*far) {
 			sf.hi = math.Inf(1)
 		}
 		f.aim = math.Min(f.aim, sf.est)

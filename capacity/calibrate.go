@@ -2,7 +2,9 @@ package capacity
 
 import (
 	"math"
+	"slices"
 	"sort"
+	"time"
 )
 
 // Burst is the size of the calibration burst a use case wants now: how many
@@ -59,6 +61,62 @@ func Burst(e Estimate, load, queued float64, maxBurst int) int {
 	}
 	n := math.Max(math.Round(level-queued), 2)
 	return int(math.Min(n, float64(maxBurst)))
+}
+
+// BurstOutput is how many tokens each probe of a burst of n generates:
+// enough that half the burst decodes together. A decode step's cost at a
+// batch is measured only by sequences that decode in that batch, and a
+// burst of short probes on an engine that prefills its prompts one after
+// another decodes them a few at a time: the suite's one-at-a-time law,
+// bursts of 32 8K prompts 0.49 s apart, each decoding 32 tokens in 0.3 s,
+// measured the step at batches up to 4, so the decode law reached 8 where
+// the capacity was 72. Half, since a law is trusted to Reach times its data
+// and a burst aims at the crossing: first tokens g apart and decodes of T
+// give batches up to T/g + 1, so T is (n/2 − 1)·g. Only where the decode's
+// reach is what holds the estimate back (Estimate.DecodeShort): longer
+// probes make a longer burst, and the budget pays for fewer (the suite's
+// noise family, its first tokens spread by noise, lengthened every burst
+// and lost half its estimates). The spacing g and the time between tokens
+// are those of the use case's latest burst (BurstSpacing), whose batch was
+// smaller: its step is the least this one's decode meets. An engine that
+// prefills a burst together gives its first tokens at once, and its probes
+// keep least. Before any burst, least. At most most (the use case's own
+// output: its requests decode no longer), and rounded to a power of two, so
+// that a scenario's probes take few distinct bodies.
+func BurstOutput(e Estimate, n, least, most int) int {
+	spacing, itl, ok := BurstSpacing(e.Points)
+	if !ok || most <= least || !e.DecodeShort() {
+		return least
+	}
+	want := math.Ceil(float64(n)/2-1) * spacing / itl
+	out := least
+	for float64(out)*math.Sqrt2 < want && out < most {
+		out *= 2
+	}
+	return min(out, most)
+}
+
+// BurstSpacing is how far apart, per probe, the first tokens of the use
+// case's latest calibration burst came, and the median of its probes' mean
+// times between tokens; ok is false before a burst of two measured probes.
+func BurstSpacing(points []Point) (spacing, itl float64, ok bool) {
+	var latest time.Time
+	for _, p := range points {
+		if p.Burst > 1 && p.Cell == 0 && p.Time.After(latest) {
+			latest = p.Time
+		}
+	}
+	var ttfts, itls []float64
+	for _, p := range points {
+		if p.Burst > 1 && p.Cell == 0 && p.Time.Equal(latest) && !p.Lost && p.TTFT > 0 && p.ITL > 0 {
+			ttfts, itls = append(ttfts, p.TTFT), append(itls, p.ITL)
+		}
+	}
+	if len(ttfts) < 2 {
+		return 0, 0, false
+	}
+	slices.Sort(itls)
+	return (slices.Max(ttfts) - slices.Min(ttfts)) / float64(len(ttfts)-1), itls[len(itls)/2], true
 }
 
 // Calibration's search, named in one place (docs/capacity-model.md):

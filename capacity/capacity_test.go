@@ -774,6 +774,49 @@ func TestBurst(t *testing.T) {
 	}
 }
 
+// A burst's probes generate enough tokens for half of them to decode
+// together, where the decode's reach holds the estimate back: as many as
+// half the first tokens of the latest burst took to come, over its time
+// between tokens;
+// the scenario's own where they came together or the decode reaches far
+// enough.
+func TestBurstOutput(t *testing.T) {
+	burst := func(at time.Time, itl float64, ttfts ...float64) []Point {
+		var ps []Point
+		for _, f := range ttfts {
+			ps = append(ps, Point{Time: at, Burst: len(ttfts), TTFT: f, ITL: itl})
+		}
+		return ps
+	}
+	lone := []Point{{Time: t0, TTFT: 0.5, ITL: 0.01}}
+	oneByOne := burst(t0.Add(time.Minute), 0.01, 0.5, 1.0, 1.5, 2.0)
+	together := burst(t0.Add(2*time.Minute), 0.01, 2.0, 2.0, 2.02, 2.01)
+	lost := append(burst(t0.Add(3*time.Minute), 0.01, 0.5, 3), Point{Time: t0.Add(3 * time.Minute), Burst: 3, Lost: true, TTFT: 9})
+	for _, c := range []struct {
+		name           string
+		points         []Point
+		short          bool // Estimate.DecodeShort
+		n, least, most int
+		want           int
+	}{
+		{"before any burst", lone, true, 32, 32, 1024, 32},
+		{"one prefill at a time: the decode outlasts 15 of them", slices.Concat(lone, oneByOne), true, 32, 32, 1024, 1024},
+		{"rounded to a power of two", slices.Concat(lone, oneByOne), true, 8, 32, 1024, 128},
+		{"never past the use case's own output", slices.Concat(lone, oneByOne), true, 32, 32, 256, 256},
+		{"the use case's output is the scenario's", slices.Concat(lone, oneByOne), true, 32, 128, 128, 128},
+		{"prefilled together: the latest burst says so", slices.Concat(lone, oneByOne, together), true, 32, 32, 1024, 32},
+		{"the decode reaches far enough", slices.Concat(lone, oneByOne), false, 32, 32, 1024, 32},
+		{"a lost probe spaces nothing", slices.Concat(lone, lost), true, 5, 32, 1024, 512},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := Estimate{Points: c.points, fit: &fitted{decodeShort: c.short}}
+			if got := BurstOutput(e, c.n, c.least, c.most); got != c.want {
+				t.Errorf("BurstOutput = %d, want %d", got, c.want)
+			}
+		})
+	}
+}
+
 func TestStatistic(t *testing.T) {
 	vs := []float64{5, 1, 4, 2, 3}
 	for stat, want := range map[string]float64{"mean": 3, "p50": 3, "p90": 4.6, "p99": 4.96} {

@@ -116,6 +116,14 @@ type Production struct{ InFlight, Waiting, KV float64 }
 // Unknown is a Production the engine has said nothing of.
 var Unknown = Production{InFlight: math.NaN(), Waiting: math.NaN(), KV: math.NaN()}
 
+// DecodeShort says the estimate has no capacity for want of decode data: a
+// decode threshold binds past the ITL law's reach, the sequences the probes
+// decoded beside, which is short of the prompts the bursts sent together;
+// or the bursts' probes never decoded together at all, and the ITL law has
+// no slope.
+// A burst whose probes generate more tokens reaches further (BurstOutput).
+func (e Estimate) DecodeShort() bool { return e.fit != nil && e.fit.decodeShort }
+
 // At is the estimate read at another production from the fit it was read
 // from: what the evaluation that gave e would have given with it, with e
 // read at Unknown. Only the load, the free requests, the ratio and the

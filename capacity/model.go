@@ -1098,9 +1098,12 @@ type fitted struct {
 	// together the binding laws' data hold: where calibration goes next.
 	aim, reach float64
 	// bound: the data cannot place the capacity (only lower); sloped:
-	// every law has a slope.
-	bound, sloped bool
-	capacity      float64
+	// every law has a slope; decodeShort: no capacity for want of decode
+	// data, where bursts were sent (a decode threshold binds past the ITL
+	// law's reach, which is short of the TTFT law's, or the ITL law has no
+	// slope where the TTFT law has one).
+	bound, sloped, decodeShort bool
+	capacity                   float64
 
 	mu       sync.Mutex
 	readings [readings]keyedReading // the last few, newest at next-1
@@ -1134,8 +1137,8 @@ func fit(slos []SLO, os []obs, stat string, shape twin, pr Prior) *fitted {
 	standardErrors(f.itlSE[:], itl.fit, itl.ok)
 	base := &cells{tw: f.laws}
 	type sloFit struct {
-		est, lo, hi, raw float64
-		placed           bool
+		est, lo, hi, raw    float64
+		placed, decodeShort bool
 	}
 	fits := make([]sloFit, len(slos))
 	binding := -1
@@ -1170,6 +1173,8 @@ func fit(slos []SLO, os []obs, stat string, shape twin, pr Prior) *fitted {
 		if !sloped {
 			whys = append(whys, short+": no requests sent together at two levels yet")
 			f.sloped = false
+			// Bursts were sent, but their probes never decoded together.
+			f.decodeShort = f.decodeShort || s.Name != "ttft_seconds" && ttft.slope() && !itl.slope()
 			continue
 		}
 		// The search goes as far as the data place a threshold, and the
@@ -1206,6 +1211,7 @@ func fit(slos []SLO, os []obs, stat string, shape twin, pr Prior) *fitted {
 		if !sf.placed {
 			sf.est = math.NaN()
 			sf.lo = math.Min(sf.lo, Reach*reach)
+			sf.decodeShort = s.Name != "ttft_seconds" && itl.reach < ttft.reach
 			whys = append(whys, fmt.Sprintf("%s threshold not reached; requests together up to %.0f", short, reach))
 		}
 		fits[i] = sf
@@ -1224,7 +1230,7 @@ func fit(slos []SLO, os []obs, stat string, shape twin, pr Prior) *fitted {
 	case !f.sloped || binding < 0:
 	case !fits[binding].placed:
 		// The first crossing lies past the data's reach: a bound.
-		f.bound = true
+		f.bound, f.decodeShort = true, fits[binding].decodeShort
 		f.why = fmt.Sprintf("at least %.1f: %s", f.lower, f.why)
 	case math.IsInf(f.upper, 1):
 		// The band reaches to no bound at all: the data place no

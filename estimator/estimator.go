@@ -185,25 +185,36 @@ func (e *Estimator) Decoded(target string, d monitor.Decode) {
 // burst (its prompt tokens). The budget pays for a burst by its length; one
 // large burst for a use case that has an estimate would starve the others
 // of theirs for an hour, and a 1K use case's search, cheap burst after
-// cheap burst, left a 64K one with no burst in the hour. first: the burst
-// is for a use case with no capacity to go by.
-func (e *Estimator) Burst(target string, load engine.Load, maxBurst int) (scenario string, n int, first bool) {
+// cheap burst, left a 64K one with no burst in the hour. Each probe
+// generates enough tokens that the burst decodes together
+// (capacity.BurstOutput). First: the burst is for a use case with no
+// capacity to go by.
+func (e *Estimator) Burst(target string, load engine.Load, maxBurst int) monitor.Burst {
 	cfg, _ := e.state()
 	best, bestRank := math.Inf(1), 3
+	var b monitor.Burst
 	s, ests := e.estimates(target, load, time.Now(), false)
 	for i, est := range ests {
 		u := s.us[i]
-		k := capacity.Burst(est, load.InFlight(), load.Waiting, min(maxBurst, affordable(est.Points, cfg.ProbeBudget, u.Window)))
+		least := 0
+		for _, sc := range cfg.Scenarios {
+			if sc.Name == u.Scenario {
+				least = sc.OutputTokens
+			}
+		}
+		lengthens := u.OutputTokens > least && est.DecodeShort()
+		k := capacity.Burst(est, load.InFlight(), load.Waiting, min(maxBurst, affordable(est.Points, cfg.ProbeBudget, u.Window, lengthens)))
 		if k < 2 {
 			continue
 		}
 		rank := burstRank(est)
 		cost := float64(k * s.cus[i].InputTokens)
 		if rank < bestRank || rank == bestRank && cost < best {
-			scenario, n, best, bestRank = u.Scenario, k, cost, rank
+			b, best, bestRank = monitor.Burst{Scenario: u.Scenario, N: k, Output: capacity.BurstOutput(est, k, least, u.OutputTokens)}, cost, rank
 		}
 	}
-	return scenario, n, n > 1 && bestRank < 2
+	b.First = b.N > 1 && bestRank < 2
+	return b
 }
 
 // burstRank orders use cases for the next burst: 0, no burst of two or
@@ -228,8 +239,11 @@ func burstRank(est capacity.Estimate) int {
 // busy/budget: a burst that silences the target for longer than a window
 // leaves the window without probes. The prefill and decode are the
 // quickest seen. A burst of 57 probes at 64K context was aimed at a use case
-// whose capacity was 5, and paid for the next 80 minutes.
-func affordable(points []capacity.Point, budget float64, window time.Duration) int {
+// whose capacity was 5, and paid for the next 80 minutes. Where its probes
+// generate more tokens than the scenario's to decode together (lengthens,
+// capacity.BurstOutput), the decode lasts about as long as half the first
+// tokens take to come: n/2 times their spacing in the latest burst.
+func affordable(points []capacity.Point, budget float64, window time.Duration, lengthens bool) int {
 	prefill, decode := math.Inf(1), math.Inf(1)
 	for _, p := range points {
 		if !p.Lost {
@@ -239,7 +253,11 @@ func affordable(points []capacity.Point, budget float64, window time.Duration) i
 	if len(points) == 0 || prefill <= 0 {
 		return 0
 	}
-	return int((budget*window.Seconds() - decode) / prefill)
+	spacing := 0.0
+	if lengthens {
+		spacing, _, _ = capacity.BurstSpacing(points)
+	}
+	return int((budget*window.Seconds() - decode) / (prefill + spacing/2))
 }
 
 // UseCases are the configured use cases, as the capacity model takes them.

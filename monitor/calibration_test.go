@@ -227,25 +227,14 @@ use_cases: [{name: chat, scenario: ctx-1k, ttft_max: 2s, decode_min_tps: 15}]
 	law := scripted.Families()[0].Draw(1)
 	stall := 30 * time.Second // below the scenario's 37.4 s deadline
 	synctest.Test(t, func(t *testing.T) {
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
 		srv := scripted.NewServer(law, nil)
 		h := &stalling{Handler: srv, stall: stall}
-		ln, stop := memnet.Serve(h)
-		var wg sync.WaitGroup
-		wg.Go(func() { srv.Run(ctx) })
 		est := estimator.New(cfg, nil)
 		rec := &bursts{Recorder: est, sizes: map[time.Time]int{}, burst: map[time.Time]int{}, ends: map[time.Time]time.Time{}, lost: map[time.Time]int{}}
 		var log strings.Builder
 		var logMu sync.Mutex
 		logger := slog.New(slog.NewTextHandler(&locked{w: &log, mu: &logMu}, nil))
-		mon := monitor.New(logger, collector.NewProbes(prometheus.NewRegistry(), false), rec, est, monitor.WithDial(ln.Dial))
-		mon.Apply(ctx, cfg)
-		time.Sleep(time.Hour)
-		mon.Stop()
-		cancel()
-		stop()
-		wg.Wait()
+		anHour(cfg, h, srv.Run, est, rec, logger)
 
 		h.mu.Lock()
 		stalled := h.stalled
@@ -277,6 +266,24 @@ use_cases: [{name: chat, scenario: ctx-1k, ttft_max: 2s, decode_min_tps: 15}]
 			t.Errorf("%d bursts gave fewer samples than probes sent, want the stalled one alone (sizes %v, sent %v)", short, rec.sizes, rec.burst)
 		}
 	})
+}
+
+// anHour runs the shipped monitor, est its calibrator and rec its
+// recorder, against h for an hour of virtual time, with the server's own
+// loop (run) beside it: inside a synctest bubble.
+func anHour(cfg *config.Config, h http.Handler, run func(context.Context), est *estimator.Estimator, rec monitor.Recorder, logger *slog.Logger) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ln, stop := memnet.Serve(h)
+	var wg sync.WaitGroup
+	wg.Go(func() { run(ctx) })
+	mon := monitor.New(logger, collector.NewProbes(prometheus.NewRegistry(), false), rec, est, monitor.WithDial(ln.Dial))
+	mon.Apply(ctx, cfg)
+	time.Sleep(time.Hour)
+	mon.Stop()
+	cancel()
+	stop()
+	wg.Wait()
 }
 
 // bursts counts each burst's samples, and when the last of them ended.
@@ -318,4 +325,91 @@ func (l *locked) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// decodes keeps each burst's probes' decodes: when each began and ended,
+// and the tokens it generated.
+type decodes struct {
+	monitor.Recorder
+	mu     sync.Mutex
+	bursts map[time.Time][]decodeSpan
+}
+
+type decodeSpan struct {
+	from, to time.Duration
+	tokens   int
+}
+
+func (d *decodes) Record(s monitor.Sample) {
+	if s.Burst > 1 && !s.Lost {
+		d.mu.Lock()
+		d.bursts[s.Time] = append(d.bursts[s.Time], decodeSpan{s.Result.TTFT, s.Result.E2E, s.Result.CompletionTokens})
+		d.mu.Unlock()
+	}
+	d.Recorder.Record(s)
+}
+
+// together is the most spans that run at once.
+func together(spans []decodeSpan) int {
+	most := 0
+	for _, s := range spans {
+		n := 0
+		for _, o := range spans {
+			if o.from <= s.from && s.from < o.to {
+				n++
+			}
+		}
+		most = max(most, n)
+	}
+	return most
+}
+
+// On a server that prefills one prompt at a time, a burst of short probes
+// decodes them one by one, and no burst measures the decode step at the
+// batches a long chatbot's capacity lies at. Once a burst has shown how
+// far apart its first tokens come, and the decode's reach is what holds
+// the estimate back, the probes generate more tokens (up to the use case's
+// 1024), so that half a burst decodes together. The monitor and estimator
+// run as shipped, with calibration's defaults, for an hour of virtual time.
+func TestABurstDecodesTogether(t *testing.T) {
+	cfg, err := config.Parse([]byte(`
+targets: [{name: sim, url: 'http://sim'}]
+scenarios: [{name: ctx-8k, input_tokens: 8192, output_tokens: 32}]
+use_cases: [{name: short-chatbot, scenario: ctx-8k, ttft_max: 10s, decode_min_tps: 10, output_tokens: 1024}]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var law scripted.Law
+	for _, f := range scripted.Families() {
+		if f.Name == "fcfs-prefill" {
+			law = f.Draw(1)
+		}
+	}
+	if !law.SerialPrefill {
+		t.Fatal("no one-prefill-at-a-time family")
+	}
+	synctest.Test(t, func(t *testing.T) {
+		srv := scripted.NewServer(law, nil)
+		est := estimator.New(cfg, nil)
+		rec := &decodes{Recorder: est, bursts: map[time.Time][]decodeSpan{}}
+		anHour(cfg, srv, srv.Run, est, rec, slog.New(slog.DiscardHandler))
+
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		lengthened := 0
+		for sent, spans := range rec.bursts {
+			n, tokens := len(spans), spans[0].tokens
+			t.Logf("burst at %s: %d probes of %d tokens, %d decoding together at most", sent.Format("15:04:05"), n, tokens, together(spans))
+			if tokens > 32 {
+				lengthened++
+				if got := together(spans); 3*got < n {
+					t.Errorf("a burst of %d probes of %d tokens decoded at most %d together, want a third of it or more", n, tokens, got)
+				}
+			}
+		}
+		if lengthened == 0 {
+			t.Errorf("no burst's probes generated more than the scenario's 32 tokens")
+		}
+	})
 }

@@ -100,12 +100,20 @@ type Decode struct {
 	KV float64
 }
 
-// Calibrator chooses calibration bursts (config calibration:): the scenario
-// of a target to probe with n concurrent probes now, given the target's load;
-// n < 2 for none. first says the burst is for a use case with no capacity
-// yet. It is asked before each probe while calibration is enabled.
+// Calibrator chooses calibration bursts (config calibration:) for a target
+// now, given its load. It is asked before each probe while calibration is
+// enabled.
 type Calibrator interface {
-	Burst(target string, load engine.Load, maxBurst int) (scenario string, n int, first bool)
+	Burst(target string, load engine.Load, maxBurst int) Burst
+}
+
+// A Burst is a calibration burst: N concurrent probes of Scenario (N < 2:
+// none), each generating Output tokens (0: the scenario's own). First says
+// it is for a use case with no capacity yet.
+type Burst struct {
+	Scenario  string
+	N, Output int
+	First     bool
 }
 
 // Monitor owns the per-target loops. Apply swaps configurations safely.
@@ -644,11 +652,11 @@ func (t *target) run(ctx context.Context) {
 		if !t.sleep(ctx, reads, at) {
 			return
 		}
-		n := 1
+		n, output := 1, 0
 		if len(tried) < len(names) {
 			tried[name] = true
-		} else if b, k, first := t.wantBurst(); k > 1 && (last == "" || first && b != last) {
-			name, n = b, k
+		} else if b := t.wantBurst(); b.N > 1 && (last == "" || b.First && b.Scenario != last) {
+			name, n, output = b.Scenario, b.N, b.Output
 		}
 		burst := n > 1
 		last = ""
@@ -656,6 +664,9 @@ func (t *target) run(ctx context.Context) {
 			last = name
 		}
 		sc, _ := scenario(t.scenarios, name)
+		if output > 0 {
+			sc.OutputTokens = output // and its default deadline with it
+		}
 		start := time.Now()
 		var busy time.Duration
 		var answered, ok bool
@@ -676,7 +687,7 @@ func (t *target) run(ctx context.Context) {
 		case burst:
 			bursts++
 			t.m.probes.AddBurst(t.cfg.Name, name)
-			t.m.logger.Info("calibration burst", "target", t.cfg.Name, "scenario", name, "probes", n, "busy", busy)
+			t.m.logger.Info("calibration burst", "target", t.cfg.Name, "scenario", name, "probes", n, "output_tokens", sc.OutputTokens, "busy", busy)
 			sched.Charge(start, busy)
 		case answered:
 			sched.Done(name, start, start.Add(busy))
@@ -729,15 +740,15 @@ func (t *target) calibrated() bool {
 }
 
 // wantBurst asks the calibrator, when there is one and calibration is on.
-func (t *target) wantBurst() (string, int, bool) {
+func (t *target) wantBurst() Burst {
 	if !t.calibrated() {
-		return "", 0, false
+		return Burst{}
 	}
 	t.mu.Lock()
 	load, up := t.load, t.up
 	t.mu.Unlock()
 	if !up {
-		return "", 0, false
+		return Burst{}
 	}
 	return t.m.cal.Burst(t.cfg.Name, load, t.calib.MaxBurst)
 }

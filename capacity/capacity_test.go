@@ -732,6 +732,24 @@ func TestSlopePerSequenceFollowsTheContext(t *testing.T) {
 	}
 }
 
+// A slope its own data cannot tell from zero is no point of the line: on
+// relative error it would weigh without bound and pull the line to zero.
+func TestASlopeWithinItsErrorOfZeroIsNoPoint(t *testing.T) {
+	measured := []Slopes{
+		{Held: 1088, ITL: Slope{Intercept: 0.007, Value: 0.00141, SE: 0.0005}},
+		{Held: 66048, ITL: Slope{Intercept: 0.0096, Value: 0.00133, SE: 0.00096}},
+	}
+	near := Slopes{Held: 98816, ITL: Slope{Intercept: 0.0118, Value: 1.7e-17, SE: 0.00086}}
+	want, _, _, _, ok := perSequence(measured, 8704)
+	if !ok {
+		t.Fatal("two measured slopes gave no line")
+	}
+	got, _, _, _, ok := perSequence(append(measured, near), 8704)
+	if !ok || math.Abs(got-want) > 1e-9 {
+		t.Errorf("with a slope of 1.7e-17 ± 0.00086 beside them, the line reads %.6f at 8704 tokens (%v), want %.6f as without it", got, ok, want)
+	}
+}
+
 // The optimistic bound bends no further than the data: past its reach, a
 // bend goes on as its tangent there.
 func TestBendGoesOnAsItsTangent(t *testing.T) {

@@ -403,7 +403,24 @@ func (s Scenario) ProbeTimeout() time.Duration {
 	if s.Timeout > 0 {
 		return s.Timeout
 	}
-	return 30*time.Second + time.Duration(s.InputTokens)*time.Millisecond + time.Duration(s.OutputTokens)*100*time.Millisecond
+	return 30*time.Second + time.Duration(s.InputTokens)*time.Millisecond + time.Duration(s.OutputTokens)*perOutputToken
+}
+
+// perOutputToken is what a probe's deadline allows each output token: 10
+// tokens a second, slower than any decode threshold a use case sets.
+const perOutputToken = 100 * time.Millisecond
+
+// WithOutput is the scenario with probes that generate n tokens, as a
+// calibration burst's may (more than its own, for the burst to decode
+// together): a configured deadline grows by the allowance for each token
+// more, as the derived one does, so that the longer probes are not cut
+// for the tokens they were asked for.
+func (s Scenario) WithOutput(n int) Scenario {
+	if s.Timeout > 0 && n > s.OutputTokens {
+		s.Timeout += time.Duration(n-s.OutputTokens) * perOutputToken
+	}
+	s.OutputTokens = n
+	return s
 }
 
 // Validate checks every field and reports all problems, each with its path.

@@ -491,3 +491,26 @@ func TestNearestKey(t *testing.T) {
 		}
 	}
 }
+
+// A burst's longer probes keep a deadline that fits them: the derived one
+// follows the tokens, and a configured one grows by the same allowance for
+// each token more.
+func TestWithOutputKeepsTheDeadlineFitting(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		sc   Scenario
+		n    int
+		want time.Duration
+	}{
+		{"derived", Scenario{InputTokens: 8192, OutputTokens: 32}, 512, 30*time.Second + 8192*time.Millisecond + 512*100*time.Millisecond},
+		{"configured", Scenario{InputTokens: 8192, OutputTokens: 32, Timeout: 20 * time.Second}, 512, 20*time.Second + 480*100*time.Millisecond},
+		{"configured, fewer tokens", Scenario{InputTokens: 8192, OutputTokens: 32, Timeout: 20 * time.Second}, 16, 20 * time.Second},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got := c.sc.WithOutput(c.n)
+			if got.OutputTokens != c.n || got.ProbeTimeout() != c.want {
+				t.Errorf("WithOutput(%d) = %d tokens, deadline %v; want %d and %v", c.n, got.OutputTokens, got.ProbeTimeout(), c.n, c.want)
+			}
+		})
+	}
+}

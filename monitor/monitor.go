@@ -665,7 +665,7 @@ func (t *target) run(ctx context.Context) {
 		}
 		sc, _ := scenario(t.scenarios, name)
 		if output > 0 {
-			sc.OutputTokens = output // and its default deadline with it
+			sc = sc.WithOutput(output)
 		}
 		start := time.Now()
 		var busy time.Duration

@@ -76,7 +76,7 @@ func Burst(e Estimate, load, queued float64, maxBurst int) int {
 // reach is what holds the estimate back (Estimate.DecodeShort): longer
 // probes make a longer burst, and the budget pays for fewer (the suite's
 // noise family, its first tokens spread by noise, lengthened every burst
-// and lost half its estimates). The spacing g and the time between tokens
+// and half its estimates within 15% went). The spacing g and the time between tokens
 // are those of the use case's latest burst (BurstSpacing), whose batch was
 // smaller: its step is the least this one's decode meets. An engine that
 // prefills a burst together gives its first tokens at once, and its probes

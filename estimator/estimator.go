@@ -185,10 +185,10 @@ func (e *Estimator) Decoded(target string, d monitor.Decode) {
 // burst (its prompt tokens). The budget pays for a burst by its length; one
 // large burst for a use case that has an estimate would starve the others
 // of theirs for an hour, and a 1K use case's search, cheap burst after
-// cheap burst, left a 64K one with no burst in the hour. Each probe
-// generates enough tokens that the burst decodes together
-// (capacity.BurstOutput). First: the burst is for a use case with no
-// capacity to go by.
+// cheap burst, left a 64K one with no burst in the hour. Where the decode
+// data hold the use case's estimate back, each probe generates enough
+// tokens that half the burst decodes together (capacity.BurstOutput).
+// First: the burst is for a use case with no capacity to go by.
 func (e *Estimator) Burst(target string, load engine.Load, maxBurst int) monitor.Burst {
 	cfg, _ := e.state()
 	best, bestRank := math.Inf(1), 3

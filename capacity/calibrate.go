@@ -72,20 +72,17 @@ func Burst(e Estimate, load, queued float64, maxBurst int) int {
 // measured the step at batches up to 4, so the decode law reached 8 where
 // the capacity was 72. Half, since a law is trusted to Reach times its data
 // and a burst aims at the crossing: first tokens g apart and decodes of T
-// give batches up to T/g + 1, so T is (n/2 − 1)·g. Only where the decode's
-// reach is what holds the estimate back (Estimate.DecodeShort): longer
-// probes make a longer burst, and the budget pays for fewer (the suite's
-// noise family, its first tokens spread by noise, lengthened every burst
-// and half its estimates within 15% went). The spacing g and the time between tokens
-// are those of the use case's latest burst (BurstSpacing), whose batch was
-// smaller: its step is the least this one's decode meets. An engine that
-// prefills a burst together gives its first tokens at once, and its probes
-// keep least. Before any burst, least. At most most (the use case's own
-// output: its requests decode no longer), and rounded to a power of two, so
-// that a scenario's probes take few distinct bodies.
+// give batches up to T/g + 1, so T is (n/2 − 1)·g. Only where it
+// Lengthens. The spacing g and the time between tokens are those of the use
+// case's latest burst (BurstSpacing), whose batch was smaller: its step is
+// the least this one's decode meets. An engine that prefills a burst
+// together gives its first tokens at once, and its probes keep least.
+// Before any burst, least. At most most (the use case's own output: its
+// requests decode no longer), and rounded to a power of two, so that a
+// scenario's probes take few distinct bodies.
 func BurstOutput(e Estimate, n, least, most int) int {
 	spacing, itl, ok := BurstSpacing(e.Points)
-	if !ok || most <= least || !e.DecodeShort() {
+	if !ok || !Lengthens(e, least, most) {
 		return least
 	}
 	want := math.Ceil(float64(n)/2-1) * spacing / itl
@@ -95,6 +92,14 @@ func BurstOutput(e Estimate, n, least, most int) int {
 	}
 	return min(out, most)
 }
+
+// Lengthens says a use case's bursts may generate more tokens than its
+// scenario's probes (least), up to its own output (most): only where the
+// decode's reach is what holds its estimate back (Estimate.DecodeShort).
+// Longer probes make a longer burst, and the budget pays for fewer: the
+// suite's noise family, its first tokens spread by noise, lengthened every
+// burst, and half its estimates within 15% went.
+func Lengthens(e Estimate, least, most int) bool { return most > least && e.DecodeShort() }
 
 // BurstSpacing is how far apart, per probe, the first tokens of the use
 // case's latest calibration burst came, and the median of its probes' mean

@@ -795,9 +795,8 @@ func TestBurst(t *testing.T) {
 // A burst's probes generate enough tokens for half of them to decode
 // together, where the decode's reach holds the estimate back: as many as
 // half the first tokens of the latest burst took to come, over its time
-// between tokens;
-// the scenario's own where they came together or the decode reaches far
-// enough.
+// between tokens; the scenario's own where they came together or the
+// decode reaches far enough.
 func TestBurstOutput(t *testing.T) {
 	burst := func(at time.Time, itl float64, ttfts ...float64) []Point {
 		var ps []Point

@@ -120,8 +120,8 @@ var Unknown = Production{InFlight: math.NaN(), Waiting: math.NaN(), KV: math.NaN
 // decode threshold binds past the ITL law's reach, the sequences the probes
 // decoded beside, which is short of the prompts the bursts sent together;
 // or the bursts' probes never decoded together at all, and the ITL law has
-// no slope.
-// A burst whose probes generate more tokens reaches further (BurstOutput).
+// no slope. A burst whose probes generate more tokens reaches further
+// (BurstOutput).
 func (e Estimate) DecodeShort() bool { return e.fit != nil && e.fit.decodeShort }
 
 // At is the estimate read at another production from the fit it was read

@@ -45,11 +45,12 @@ type tstate struct {
 
 // spec is what a target's estimates rest on in the configuration: its use
 // cases (those whose scenario it is probed with), as the model takes them,
-// and their bench seeds.
+// their bench seeds, and the tokens their scenarios' probes generate.
 type spec struct {
-	us    []config.UseCase
-	cus   []capacity.UseCase // without Recent, KVTokens and Prior, which the points and load set
-	seeds [][]capacity.Point
+	us       []config.UseCase
+	cus      []capacity.UseCase // without Recent, KVTokens and Prior, which the points and load set
+	seeds    [][]capacity.Point
+	probeOut []int
 }
 
 func specOf(cfg *config.Config, seeds Seeds, t config.Target) spec {
@@ -58,13 +59,14 @@ func specOf(cfg *config.Config, seeds Seeds, t config.Target) spec {
 		if !t.Probes(u.Scenario) {
 			continue
 		}
-		cu := useCase(u)
+		cu, out := useCase(u), 0
 		for _, sc := range cfg.Scenarios {
 			if sc.Name == u.Scenario {
-				cu.InputTokens, cu.Warm = sc.InputTokens, sc.Cache == "warm"
+				cu.InputTokens, cu.Warm, out = sc.InputTokens, sc.Cache == "warm", sc.OutputTokens
 			}
 		}
 		s.us, s.cus, s.seeds = append(s.us, u), append(s.cus, cu), append(s.seeds, seeds[t.Name][u.Scenario])
+		s.probeOut = append(s.probeOut, out)
 	}
 	return s
 }

@@ -195,14 +195,8 @@ func (e *Estimator) Burst(target string, load engine.Load, maxBurst int) monitor
 	var b monitor.Burst
 	s, ests := e.estimates(target, load, time.Now(), false)
 	for i, est := range ests {
-		u := s.us[i]
-		least := 0
-		for _, sc := range cfg.Scenarios {
-			if sc.Name == u.Scenario {
-				least = sc.OutputTokens
-			}
-		}
-		lengthens := u.OutputTokens > least && est.DecodeShort()
+		u, least := s.us[i], s.probeOut[i]
+		lengthens := capacity.Lengthens(est, least, u.OutputTokens)
 		k := capacity.Burst(est, load.InFlight(), load.Waiting, min(maxBurst, affordable(est.Points, cfg.ProbeBudget, u.Window, lengthens)))
 		if k < 2 {
 			continue

@@ -721,7 +721,7 @@ func TestSlopePerSequenceFollowsTheContext(t *testing.T) {
 		{"one use case", slopes(1088, 0.002), 33280, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			m, se, _, _, ok := perSequence(c.others, c.held)
+			m, se, _, _, ok := perSequence(c.others, c.held, false)
 			switch {
 			case c.want == 0 && ok:
 				t.Errorf("slope %.5f, want none", m)
@@ -729,6 +729,59 @@ func TestSlopePerSequenceFollowsTheContext(t *testing.T) {
 				t.Errorf("slope %.5f ± %.5f (%v), want %.5f", m, se, ok, c.want)
 			}
 		})
+	}
+}
+
+// Where the other use cases' slopes are at short contexts, whose reads
+// differ too little to slope the line, what a longer context adds to one
+// request's step alone lends the line its slope: a step reads every
+// sequence's KV cache. The chunked-prefill law of the suite's seed 4 (a
+// step of 9.3 ms, 1.87 ms and 0.028 ms per 1K tokens a sequence), its 8K
+// use case's intercept fitted 4 ms high beside a prefill term: the median
+// of the slopes between intercepts is not moved by it. Without the lone
+// steps, or where no use case's data show a step that carries a chunk of
+// prefill (a server whose decode a prompt waiting does not lengthen may
+// charge another request the same at any context, as the suite's fluid
+// laws do), the line stays flat, as its two points say.
+func TestTheLoneStepsSlopeTheLine(t *testing.T) {
+	const step, seq, kv = 0.0093, 0.00187, 0.028e-6 // seconds; kv per token
+	lone := func(held, off float64) Alone {
+		return Alone{Value: step + seq + kv*held + off, SE: 0.0006, T: 4.3}
+	}
+	others := []Slopes{
+		{Held: 1088, ITL: Slope{Intercept: 0.0112, Value: 0.00185, SE: 0.0006}, ITLAlone: lone(1088, 0)},
+		{Held: 8704, ITL: Slope{Intercept: 0.0152, Value: 0.00144, SE: 0.00014}, ITLAlone: lone(8704, 0.004)},
+		{Held: 33280, ITLAlone: lone(33280, 0)},
+		{Held: 66048, ITLAlone: lone(66048, 0)},
+	}
+	const held = 98816
+	want := seq + kv*held
+	m, _, _, _, ok := perSequence(others, held, true)
+	if !ok || math.Abs(m-want) > priorSpread*want {
+		t.Errorf("δb at %d tokens %.5f (%v), want about %.5f", held, m, ok, want)
+	}
+	one := slices.Clone(others)
+	one[0].ITL = Slope{}
+	if m, _, _, _, ok := perSequence(one, held, true); !ok || math.Abs(m-want) > priorSpread*want {
+		t.Errorf("from one use case's slope, δb at %d tokens %.5f (%v), want about %.5f", held, m, ok, want)
+	}
+	if m, _, _, _, ok := perSequence(one, held, false); ok {
+		t.Errorf("from one use case's slope and no step that carries a chunk, δb at %d tokens %.5f, want none", held, m)
+	}
+	chunked := slices.Clone(others)
+	chunked[1].InSteps = true
+	if got := Pool(chunked, Slopes{Held: held}).ITL.Slope; math.Abs(got-want) > priorSpread*want {
+		t.Errorf("Pool lends δb %.5f at %d tokens where one use case's steps carry chunks, want about %.5f", got, held, want)
+	}
+	for _, c := range []struct {
+		name   string
+		others []Slopes
+		steps  bool
+	}{{"without the lone steps", others[:2], true}, {"with no step that carries a chunk", others, false}} {
+		flat, _, _, _, ok := perSequence(c.others, held, c.steps)
+		if !ok || flat > 0.002 {
+			t.Errorf("%s, δb at %d tokens %.5f (%v), want the points' flat line", c.name, held, flat, ok)
+		}
 	}
 }
 
@@ -740,11 +793,11 @@ func TestASlopeWithinItsErrorOfZeroIsNoPoint(t *testing.T) {
 		{Held: 66048, ITL: Slope{Intercept: 0.0096, Value: 0.00133, SE: 0.00096}},
 	}
 	near := Slopes{Held: 98816, ITL: Slope{Intercept: 0.0118, Value: 1.7e-17, SE: 0.00086}}
-	want, _, _, _, ok := perSequence(measured, 8704)
+	want, _, _, _, ok := perSequence(measured, 8704, false)
 	if !ok {
 		t.Fatal("two measured slopes gave no line")
 	}
-	got, _, _, _, ok := perSequence(append(measured, near), 8704)
+	got, _, _, _, ok := perSequence(append(measured, near), 8704, false)
 	if !ok || math.Abs(got-want) > 1e-9 {
 		t.Errorf("with a slope of 1.7e-17 ± 0.00086 beside them, the line reads %.6f at 8704 tokens (%v), want %.6f as without it", got, ok, want)
 	}

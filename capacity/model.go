@@ -369,7 +369,7 @@ func decoders(ttft *part, itl part) (inSteps bool) {
 		return false
 	}
 	charge, v, used := f.beta[queued], f.cov[queued][queued], f.used[queued]
-	if g := itl.fit; itl.ok && g.used[prefilling] && g.used[1] && f.used[1] && g.beta[prefilling] > g.beta[0] {
+	if g := itl.fit; chunks(itl) && g.used[1] && f.used[1] {
 		steps := f.beta[1] / (g.beta[0] + g.beta[prefilling])
 		if c := steps * g.beta[1]; c > charge {
 			charge, v, used, inSteps = c, steps*steps*g.cov[1][1], true, true
@@ -377,6 +377,14 @@ func decoders(ttft *part, itl part) (inSteps bool) {
 	}
 	f.beta[decoding], f.used[decoding], f.cov[decoding][decoding] = charge, used, v
 	return inSteps
+}
+
+// chunks says the ITL law's data show decode steps that carry a chunk of
+// prefill: a step with prompts waiting lasts more than twice a bare one
+// (δp > δ0; decoders says why).
+func chunks(itl part) bool {
+	g := itl.fit
+	return itl.ok && g.used[prefilling] && g.beta[prefilling] > g.beta[0]
 }
 
 // prefilling is the ITL law's column of s.
@@ -823,6 +831,9 @@ type Slopes struct {
 	// alone), where its own data fit them; no TTFTAlone for a warm
 	// prefix's (UseCase.Warm).
 	TTFTAlone, ITLAlone Alone
+	// InSteps says its own data show decode steps that carry a chunk of
+	// prefill (chunks), beyond their 95% band.
+	InSteps bool
 }
 
 // Slope is one law's intercept and slope (SE 0: no slope known).
@@ -837,6 +848,11 @@ func Ratios(u UseCase, points []Point) Slopes {
 	out.ITLAlone = itl.alone()
 	if !u.Warm {
 		out.TTFTAlone = ttft.alone()
+	}
+	if g := itl.fit; chunks(itl) {
+		// Beyond the fit's uncertainty: an outlier among a burst's
+		// decodes can lengthen the steps with prompts waiting by chance.
+		out.InSteps = g.beta[prefilling]-g.quantile()*math.Sqrt(g.cov[prefilling][prefilling]) > g.beta[0]
 	}
 	if f := itl.fit; itl.ok && f.used[curved] && f.cov[curved][curved] > 0 && !math.IsInf(f.cov[curved][curved], 0) {
 		out.Bend = Bend{Value: f.beta[curved], SE: math.Sqrt(f.cov[curved][curved]), Batches: itl.batches}
@@ -895,7 +911,8 @@ func Pool(others []Slopes, self Slopes) Prior {
 	}
 	out.TTFT = pool(func(s Slopes) Slope { return s.TTFT })
 	out.ITL = pool(func(s Slopes) Slope { return s.ITL })
-	if m, se, kv, kvSE, ok := perSequence(others, held); ok {
+	steps := self.InSteps || slices.ContainsFunc(others, func(o Slopes) bool { return o.InSteps })
+	if m, se, kv, kvSE, ok := perSequence(others, held, steps); ok {
 		out.ITL.Slope, out.ITL.SlopeSE, out.ITL.PerKV, out.ITL.PerKVSE = m, se, kv, kvSE
 	}
 	out.TTFT.Ceiling = ceiling(others, func(o Slopes) (float64, Alone) { return o.Prompt, o.TTFTAlone }, self.Prompt)
@@ -1010,11 +1027,29 @@ func randomEffects(v, se []float64) (mean, predSE float64, ok bool) {
 // a 96K use case's probes, each decoding alone, fitted δb 1.7·10⁻¹⁷ ±
 // 0.86 ms; the line went through it at zero, and held the short chatbot's
 // δb there against its own burst of 32 decoding together, its bend taking
-// the slope (52.2 [50.7, 61.4] against 72.1). kv is the line's slope, per
-// thousand tokens, and kvSE its standard error (0 where the fit held it at
-// zero). ok is false with fewer than two sloped use cases of different
-// lengths, or where the line is not above zero at held.
-func perSequence(others []Slopes, held float64) (m, se, kv, kvSE float64, ok bool) {
+// the slope (52.2 [50.7, 61.4] against 72.1).
+//
+// Where the engine's decode steps carry chunks of prefill (steps: some use
+// case's data show it, chunks), a step is one pass over every sequence, and
+// what a longer context adds to one sequence's step alone (loneKV) it adds
+// again for each such sequence in the batch: κ is then held at that, and
+// the others' slopes set only the line's level, one of them enough. The
+// others' slopes, at short contexts whose reads differ little, cannot say
+// κ themselves: on the suite's chunked-prefill/4 the 1K and 8K use cases'
+// line read 1.6 ms a sequence at 96K where the law's step charges 4.7 ms,
+// and the 96K use case, its prompts prefilled one after another so that
+// its bursts never decode two together, read 15.0 against 7.7. Held so, κ
+// is known to priorSpread's share, which the line's standard error at held
+// counts. A server whose decode a prompt waiting does not lengthen is not
+// shown to be such an engine, and may charge another request the same at
+// any context (the suite's one-prefill-at-a-time law: lent the lone
+// steps' κ, its idle 96K use case read 4.9 against 17.1).
+//
+// kv is the line's slope, per thousand tokens, and kvSE its standard error
+// (0 where the fit held it at zero). ok is false with fewer than two sloped
+// use cases of different lengths (one where κ is the lone steps'), or where
+// the line is not above zero at held.
+func perSequence(others []Slopes, held float64, steps bool) (m, se, kv, kvSE float64, ok bool) {
 	var x [][]float64
 	var y []float64
 	for _, o := range others {
@@ -1022,10 +1057,16 @@ func perSequence(others []Slopes, held float64) (m, se, kv, kvSE float64, ok boo
 			x, y = append(x, []float64{1, o.Held / 1000}), append(y, s.Value)
 		}
 	}
-	if len(y) < 2 || !spread(x, 1) {
+	lone, byLone := loneKV(others)
+	byLone = byLone && steps
+	if !byLone && (len(y) < 2 || !spread(x, 1)) || len(y) == 0 {
 		return 0, 0, 0, 0, false
 	}
-	f, fitted := fitLinear(x, y, nil, []bool{false, true}, slopePrior{}, priorSpread)
+	var prior slopePrior
+	if byLone {
+		prior.rows = []priorRow{{col: 1, value: lone, sd: pinned * lone}}
+	}
+	f, fitted := fitLinear(x, y, nil, []bool{false, true}, prior, priorSpread)
 	if !fitted {
 		return 0, 0, 0, 0, false
 	}
@@ -1035,10 +1076,37 @@ func perSequence(others []Slopes, held float64) (m, se, kv, kvSE float64, ok boo
 	if !(m > 0) || !(v >= 0) || math.IsInf(v, 0) {
 		return 0, 0, 0, 0, false
 	}
-	if f.used[1] && f.cov[1][1] > 0 && !math.IsInf(f.cov[1][1], 0) {
+	switch {
+	case byLone:
+		kv, kvSE = lone, priorSpread*lone
+		v += h * h * kvSE * kvSE
+	case f.used[1] && f.cov[1][1] > 0 && !math.IsInf(f.cov[1][1], 0):
 		kv, kvSE = f.beta[1], math.Sqrt(f.cov[1][1])
 	}
 	return m, math.Sqrt(v), kv, kvSE, true
+}
+
+// loneKV is what one request alone says a thousand KV tokens add to a
+// decode step: the slope of the use cases' ITL intercepts in the tokens
+// their sequences hold, as the median of the slopes between every two of
+// them (Theil and Sen's), at least three. An intercept fitted beside a
+// prefill term can sit well off the lone step, and one such point would
+// tilt a least-squares line (chunked-prefill/4: 1K, 32K, 64K at 11.2,
+// 12.1, 13.0 ms, 0.028 ms per 1K tokens, and 8K at 15.2).
+func loneKV(others []Slopes) (kv float64, ok bool) {
+	var slopes []float64
+	for i, a := range others {
+		for _, b := range others[i+1:] {
+			if a.ITLAlone.T > 0 && b.ITLAlone.T > 0 && a.Held != b.Held && a.Held > 0 && b.Held > 0 {
+				slopes = append(slopes, (b.ITLAlone.Value-a.ITLAlone.Value)/(b.Held-a.Held)*1000)
+			}
+		}
+	}
+	if len(slopes) < 3 {
+		return 0, false
+	}
+	kv = Statistic(slopes, "p50")
+	return kv, kv > 0
 }
 
 // fixedPart is the part of a law's intercept that a request queued or

@@ -756,9 +756,17 @@ func TestTheLoneStepsSlopeTheLine(t *testing.T) {
 	}
 	const held = 98816
 	want := seq + kv*held
-	m, _, _, _, ok := perSequence(others, held, true)
+	m, se, _, _, ok := perSequence(others, held, true)
 	if !ok || math.Abs(m-want) > priorSpread*want {
 		t.Errorf("δb at %d tokens %.5f (%v), want about %.5f", held, m, ok, want)
+	}
+	// Its standard error counts κ known to priorSpread's share, over the
+	// distance from the lengths the level was read at.
+	if least := priorSpread * kv * (held - 8704); !(se >= least) {
+		t.Errorf("δb at %d tokens ± %.5f, want at least %.5f", held, se, least)
+	}
+	if got := Pool(others, Slopes{Held: held, InSteps: true}).ITL.Slope; math.Abs(got-want) > priorSpread*want {
+		t.Errorf("Pool lends δb %.5f at %d tokens where the use case's own steps carry chunks, want about %.5f", got, held, want)
 	}
 	one := slices.Clone(others)
 	one[0].ITL = Slope{}

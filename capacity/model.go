@@ -596,7 +596,7 @@ func itlPart(os []obs, pr Prior, prefill float64) part {
 	// no production, needs the split.
 	var perKV []priorRow
 	if r := pr.ITL; r.PerKVSE > 0 && spread(x, itlKV) {
-		perKV = []priorRow{{col: itlKV, value: r.PerKV, sd: math.Hypot(priorSpread*r.PerKV, r.PerKVSE)}}
+		perKV = []priorRow{{col: itlKV, value: r.PerKV, sd: r.PerKVSE}}
 	}
 	p.fitTo(x, y, groups, pr.ITL, pr, fitITL(most), slices.Concat(lent, perKV)...)
 	if p.ok && len(lent) == 0 && p.fit.used[curved] && p.fit.beta[curved] < p.fit.quantile()*math.Sqrt(p.fit.cov[curved][curved]) {
@@ -788,7 +788,8 @@ func (pr Prior) scale() float64 {
 // prior read off the others' slopes against the KV tokens their sequences
 // hold (perSequence), which takes the place of Value where known. PerKV,
 // with PerKVSE > 0, is that line's own slope, what a thousand KV tokens a
-// sequence holds add to a step: the prior of the ITL law's δk.
+// sequence holds add to a step: the prior of the ITL law's δk, PerKVSE how
+// far it may be off for this use case.
 //
 // Ceiling, where known, is the most the law's intercept can be: one
 // request alone is no slower than one of a heavier use case alone
@@ -832,7 +833,7 @@ type Slopes struct {
 	// prefix's (UseCase.Warm).
 	TTFTAlone, ITLAlone Alone
 	// InSteps says its own data show decode steps that carry a chunk of
-	// prefill (chunks), beyond their 95% band.
+	// prefill (chunks), δp − δ0 above zero beyond its 95% band.
 	InSteps bool
 }
 
@@ -852,7 +853,8 @@ func Ratios(u UseCase, points []Point) Slopes {
 	if g := itl.fit; chunks(itl) {
 		// Beyond the fit's uncertainty: an outlier among a burst's
 		// decodes can lengthen the steps with prompts waiting by chance.
-		out.InSteps = g.beta[prefilling]-g.quantile()*math.Sqrt(g.cov[prefilling][prefilling]) > g.beta[0]
+		v := g.cov[prefilling][prefilling] + g.cov[0][0] - 2*g.cov[0][prefilling]
+		out.InSteps = g.beta[prefilling]-g.beta[0] > g.quantile()*math.Sqrt(v)
 	}
 	if f := itl.fit; itl.ok && f.used[curved] && f.cov[curved][curved] > 0 && !math.IsInf(f.cov[curved][curved], 0) {
 		out.Bend = Bend{Value: f.beta[curved], SE: math.Sqrt(f.cov[curved][curved]), Batches: itl.batches}
@@ -1036,17 +1038,19 @@ func randomEffects(v, se []float64) (mean, predSE float64, ok bool) {
 // the others' slopes set only the line's level, one of them enough. The
 // others' slopes, at short contexts whose reads differ little, cannot say
 // κ themselves: on the suite's chunked-prefill/4 the 1K and 8K use cases'
-// line read 1.6 ms a sequence at 96K where the law's step charges 4.7 ms,
+// line read 1.6 ms a sequence at 96K where the law's step charges 4.6 ms,
 // and the 96K use case, its prompts prefilled one after another so that
 // its bursts never decode two together, read 15.0 against 7.7. Held so, κ
 // is known to priorSpread's share, which the line's standard error at held
 // counts. A server whose decode a prompt waiting does not lengthen is not
 // shown to be such an engine, and may charge another request the same at
-// any context (the suite's one-prefill-at-a-time law: lent the lone
-// steps' κ, its idle 96K use case read 4.9 against 17.1).
+// any context: the suite's one-prefill-at-a-time law does, and lent the
+// lone steps' κ as well (not kept), its idle 96K use case read 4.9
+// against 17.1.
 //
-// kv is the line's slope, per thousand tokens, and kvSE its standard error
-// (0 where the fit held it at zero). ok is false with fewer than two sloped
+// kv is the line's slope, per thousand tokens, and kvSE how far it may be
+// off for this use case: its standard error and priorSpread's share (0
+// where the fit held it at zero). ok is false with fewer than two sloped
 // use cases of different lengths (one where κ is the lone steps'), or where
 // the line is not above zero at held.
 func perSequence(others []Slopes, held float64, steps bool) (m, se, kv, kvSE float64, ok bool) {
@@ -1059,7 +1063,7 @@ func perSequence(others []Slopes, held float64, steps bool) (m, se, kv, kvSE flo
 	}
 	lone, byLone := loneKV(others)
 	byLone = byLone && steps
-	if !byLone && (len(y) < 2 || !spread(x, 1)) || len(y) == 0 {
+	if len(y) == 0 || !byLone && (len(y) < 2 || !spread(x, 1)) {
 		return 0, 0, 0, 0, false
 	}
 	var prior slopePrior
@@ -1078,10 +1082,16 @@ func perSequence(others []Slopes, held float64, steps bool) (m, se, kv, kvSE flo
 	}
 	switch {
 	case byLone:
+		// Held, κ is known to priorSpread's share: about the held
+		// where the line's level is known best (c), its error grows
+		// with the distance from it.
 		kv, kvSE = lone, priorSpread*lone
-		v += h * h * kvSE * kvSE
+		if f.cov[1][1] > 0 {
+			c := -f.cov[0][1] / f.cov[1][1]
+			v += (h - c) * (h - c) * (kvSE*kvSE - f.cov[1][1])
+		}
 	case f.used[1] && f.cov[1][1] > 0 && !math.IsInf(f.cov[1][1], 0):
-		kv, kvSE = f.beta[1], math.Sqrt(f.cov[1][1])
+		kv, kvSE = f.beta[1], math.Hypot(priorSpread*f.beta[1], math.Sqrt(f.cov[1][1]))
 	}
 	return m, math.Sqrt(v), kv, kvSE, true
 }
@@ -1089,7 +1099,8 @@ func perSequence(others []Slopes, held float64, steps bool) (m, se, kv, kvSE flo
 // loneKV is what one request alone says a thousand KV tokens add to a
 // decode step: the slope of the use cases' ITL intercepts in the tokens
 // their sequences hold, as the median of the slopes between every two of
-// them (Theil and Sen's), at least three. An intercept fitted beside a
+// them (Theil and Sen's), three such slopes at least, of lengths more
+// than a tenth of a thousand tokens apart (spread). An intercept fitted beside a
 // prefill term can sit well off the lone step, and one such point would
 // tilt a least-squares line (chunked-prefill/4: 1K, 32K, 64K at 11.2,
 // 12.1, 13.0 ms, 0.028 ms per 1K tokens, and 8K at 15.2).
@@ -1097,7 +1108,7 @@ func loneKV(others []Slopes) (kv float64, ok bool) {
 	var slopes []float64
 	for i, a := range others {
 		for _, b := range others[i+1:] {
-			if a.ITLAlone.T > 0 && b.ITLAlone.T > 0 && a.Held != b.Held && a.Held > 0 && b.Held > 0 {
+			if a.ITLAlone.T > 0 && b.ITLAlone.T > 0 && math.Abs(b.Held-a.Held) > 100 && a.Held > 0 && b.Held > 0 {
 				slopes = append(slopes, (b.ITLAlone.Value-a.ITLAlone.Value)/(b.Held-a.Held)*1000)
 			}
 		}

@@ -372,8 +372,12 @@ func (f *linearFit) clustered(x [][]float64, w, resid []float64, groups []int, i
 }
 
 // spread says whether column j varies across the observations by more than
-// a tenth of a request: less cannot carry a slope.
-func spread(x [][]float64, j int) bool { return rangeOf(x, j) > 0.1 }
+// leastSpread: less cannot carry a slope.
+func spread(x [][]float64, j int) bool { return rangeOf(x, j) > leastSpread }
+
+// leastSpread is the least a column must vary to carry a slope: a tenth of
+// a request, or of a thousand KV tokens.
+const leastSpread = 0.1
 
 // rangeOf is how far column j spans in x.
 func rangeOf(x [][]float64, j int) float64 {

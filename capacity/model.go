@@ -1099,16 +1099,16 @@ func perSequence(others []Slopes, held float64, steps bool) (m, se, kv, kvSE flo
 // loneKV is what one request alone says a thousand KV tokens add to a
 // decode step: the slope of the use cases' ITL intercepts in the tokens
 // their sequences hold, as the median of the slopes between every two of
-// them (Theil and Sen's), three such slopes at least, of lengths more
-// than a tenth of a thousand tokens apart (spread). An intercept fitted beside a
-// prefill term can sit well off the lone step, and one such point would
-// tilt a least-squares line (chunked-prefill/4: 1K, 32K, 64K at 11.2,
-// 12.1, 13.0 ms, 0.028 ms per 1K tokens, and 8K at 15.2).
+// them (Theil and Sen's), three such slopes at least, of lengths apart by
+// more than leastSpread. An intercept fitted beside a prefill term can sit
+// well off the lone step, and one such point would tilt a least-squares
+// line (chunked-prefill/4: 1K, 32K, 64K at 11.2, 12.1, 13.0 ms, 0.028 ms
+// per 1K tokens, and 8K at 15.2).
 func loneKV(others []Slopes) (kv float64, ok bool) {
 	var slopes []float64
 	for i, a := range others {
 		for _, b := range others[i+1:] {
-			if a.ITLAlone.T > 0 && b.ITLAlone.T > 0 && math.Abs(b.Held-a.Held) > 100 && a.Held > 0 && b.Held > 0 {
+			if a.ITLAlone.T > 0 && b.ITLAlone.T > 0 && math.Abs(b.Held-a.Held)/1000 > leastSpread && a.Held > 0 && b.Held > 0 {
 				slopes = append(slopes, (b.ITLAlone.Value-a.ITLAlone.Value)/(b.Held-a.Held)*1000)
 			}
 		}

@@ -191,12 +191,11 @@ func (e *Estimator) Decoded(target string, d monitor.Decode) {
 // First: the burst is for a use case with no capacity to go by.
 func (e *Estimator) Burst(target string, load engine.Load, maxBurst int) monitor.Burst {
 	cfg, _ := e.state()
-	best, bestRank := math.Inf(1), 3
-	var b monitor.Burst
+	best, bestRank, chosen, n := math.Inf(1), 3, -1, 0
 	s, ests := e.estimates(target, load, time.Now(), false)
 	for i, est := range ests {
-		u, least := s.us[i], s.probeOut[i]
-		lengthens := capacity.Lengthens(est, least, u.OutputTokens)
+		u := s.us[i]
+		lengthens := capacity.Lengthens(est, s.probeOut[i], u.OutputTokens)
 		k := capacity.Burst(est, load.InFlight(), load.Waiting, min(maxBurst, affordable(est.Points, cfg.ProbeBudget, u.Window, lengthens)))
 		if k < 2 {
 			continue
@@ -204,11 +203,14 @@ func (e *Estimator) Burst(target string, load engine.Load, maxBurst int) monitor
 		rank := burstRank(est)
 		cost := float64(k * s.cus[i].InputTokens)
 		if rank < bestRank || rank == bestRank && cost < best {
-			b, best, bestRank = monitor.Burst{Scenario: u.Scenario, N: k, Output: capacity.BurstOutput(est, k, least, u.OutputTokens)}, cost, rank
+			chosen, n, best, bestRank = i, k, cost, rank
 		}
 	}
-	b.First = b.N > 1 && bestRank < 2
-	return b
+	if chosen < 0 {
+		return monitor.Burst{}
+	}
+	u := s.us[chosen]
+	return monitor.Burst{Scenario: u.Scenario, N: n, Output: capacity.BurstOutput(ests[chosen], n, s.probeOut[chosen], u.OutputTokens), First: bestRank < 2}
 }
 
 // burstRank orders use cases for the next burst: 0, no burst of two or

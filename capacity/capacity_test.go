@@ -262,6 +262,56 @@ func TestPrefillSharesTheDecodeSteps(t *testing.T) {
 	}
 }
 
+// Where the ITL law's steps carry prefill (δp fitted), a bend is left to
+// the lower bound: along a burst the batch a probe decodes in and the
+// share of its decode spent in chunk steps move together, and chunk time
+// the harmonic law does not place reads as a step growing faster than
+// its batch. The window is the suite's chunked-prefill/4 under load, its
+// short chatbot's own points (written out by a local print, 2026-11-30):
+// the law's step is 9.3 ms + 1.87 ms a sequence, with no bend; the fit
+// bent by 0.38 ms·(b − 1)² and read 14.4 against 39.4.
+func TestChunkStepsAreNoBend(t *testing.T) {
+	at := func(s string) time.Time {
+		v, err := time.Parse("15:04:05.000000000", s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	ps := []Point{
+		{Time: at("00:02:05.118758124"), Load: 1, InFlight: 1, Sent: 1, TTFT: 0.393091754, E2E: 0.746118774, ITL: 0.011387968, Steady: 0.011387968, MaxGap: 0.011388394, Level: 1},
+		{Time: at("00:13:31.169310214"), Load: 3, InFlight: 3, Sent: 3, TTFT: 0.414098407, E2E: 0.893024514, ITL: 0.015449229, Steady: 0.015449229, MaxGap: 0.015450505, Level: 1},
+		{Time: at("00:14:14.927511400"), Load: 4, InFlight: 7, Sent: 7, TTFT: 0.417323994, E2E: 2.733159397, ITL: 0.074704367, Steady: 0.027500963, MaxGap: 0.289964174, Burst: 4, Rise: 2},
+		{Time: at("00:14:14.927511400"), Load: 4, InFlight: 6.948994353, Sent: 7, TTFT: 0.842921491, E2E: 2.834754108, ITL: 0.064252665, Steady: 0.027499942, MaxGap: 0.289964174, Burst: 4, Rise: 2},
+		{Time: at("00:14:14.927511400"), Load: 4, InFlight: 6.825581910, Sent: 7, TTFT: 1.276929998, E2E: 2.927939735, ITL: 0.053258378, Steady: 0.027498921, MaxGap: 0.289964174, Burst: 4, Rise: 2},
+		{Time: at("00:14:14.927511400"), Load: 4, InFlight: 6.580710875, Sent: 7, TTFT: 1.71934997, E2E: 3.012715826, ITL: 0.041721479, Steady: 0.0274979, MaxGap: 0.278164122, Burst: 4, Rise: 2},
+		{Time: at("00:36:40.897891866"), Load: 6.5, InFlight: 6.5, Sent: 6, TTFT: 0.437848729, E2E: 1.397399166, ITL: 0.030953239, Steady: 0.023128494, MaxGap: 0.265698571, Level: 1},
+	}
+	os := observations(ps, 8192+512)
+	// The other use cases' δb at 8K, as the suite's line lent it.
+	pr := Prior{ITL: Ratio{Slope: 0.0015, SlopeSE: 0.0005}}
+	f := itlPart(os, pr, ttftPart(os, Prior{}).prefill())
+	if !f.ok || !(f.fit.beta[prefilling] > 0) {
+		t.Fatalf("fit %v: want δp fitted, the window's chunk steps", f.fit.beta)
+	}
+	if f.fit.used[curved] {
+		t.Errorf("bend %.5f in the estimate's law, want none", f.fit.beta[curved])
+	}
+	if f.wide == nil || !(f.wide.beta[curved] > 0) {
+		t.Errorf("the lower bound's law %v: want it to allow the bend the data fit", f.wide)
+	}
+	// A law that bends keeps its bend, chunk steps or not, where the
+	// steps that carried none show it by themselves.
+	for _, stall := range []float64{0, 0.02} {
+		curve := server{ttft: func(q, w, d float64) float64 { return 0.2 * q }, itl: func(b, a float64) float64 { return 0.01 + 0.0003*(b-1)*(b-1) }, stall: stall}
+		os := observations(window(curve, loads(20, 1, 7), []int{4, 8, 16}, 0.02, 3), 0)
+		g := itlPart(os, Prior{}, ttftPart(os, Prior{}).prefill())
+		if (g.fit.beta[prefilling] > 0) != (stall > 0) || !g.fit.used[curved] {
+			t.Errorf("stall %v: fit %v (used %v): want the bend, and δp where steps stall", stall, g.fit.beta, g.fit.used)
+		}
+	}
+}
+
 // Intervals that grow with s faster than the harmonic law can follow (it
 // reaches at most D/(1−s) as δp grows without end) hold δp at what the
 // probes measured: no longer than a lone prompt's prefill, nor than the

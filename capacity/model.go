@@ -610,7 +610,7 @@ func itlPart(os []obs, pr Prior, prefill float64) part {
 	// read a third of its capacity or less. A bend stays where the steps
 	// that carried no chunk show it by themselves (plainBend), or where
 	// a use case whose batches reached further lends it.
-	chunked := p.ok && p.fit.used[prefilling] && p.fit.beta[prefilling] > 0 && !plainBend(x, y, groups, pr.scale())
+	chunked := p.ok && p.fit.used[curved] && p.fit.used[prefilling] && p.fit.beta[prefilling] > 0 && !plainBend(x, y, groups, pr.scale())
 	if p.ok && len(lent) == 0 && p.fit.used[curved] && (chunked || p.fit.beta[curved] < p.fit.quantile()*math.Sqrt(p.fit.cov[curved][curved])) {
 		// So is a bend the data cannot tell from noise: with it, a line's
 		// noise would bend the extrapolation either way. The lower bound
@@ -665,8 +665,8 @@ func itlPart(os []obs, pr Prior, prefill float64) part {
 
 // plainBend says the observations that decoded with no prompt waiting
 // (s = 0), fitted alone, show the bend: δ2 above Student's t times its
-// standard error. Their steps carried no chunk, so what bends them is the
-// decode's own: report 001's simulator, whose decode runs eagerly past a
+// standard error. Their steps carried no chunk of a prompt the probe saw
+// waiting, so what bends them is the decode's own: report 001's simulator, whose decode runs eagerly past a
 // batch of 18, bent its code completion's steps by 24-31 µs·(b − 1)² at
 // every seed, chunk steps or not.
 func plainBend(x [][]float64, y []float64, groups []int, scale0 float64) bool {

@@ -262,11 +262,11 @@ func TestPrefillSharesTheDecodeSteps(t *testing.T) {
 	}
 }
 
-// Where the ITL law's steps carry prefill (δp fitted), a bend is left to
-// the lower bound: along a burst the batch a probe decodes in and the
-// share of its decode spent in chunk steps move together, and chunk time
-// the harmonic law does not place reads as a step growing faster than
-// its batch. The window is the suite's chunked-prefill/4 under load, its
+// Where the ITL law's steps carry prefill (δp fitted), a bend the steps
+// without a chunk do not show is left to the lower bound: along a burst
+// the batch a probe decodes in and the share of its decode spent in chunk
+// steps move together, and chunk time the harmonic law does not place
+// reads as a step growing faster than its batch. The window is the suite's chunked-prefill/4 under load, its
 // short chatbot's own points (written out by a local print, 2026-11-30):
 // the law's step is 9.3 ms + 1.87 ms a sequence, with no bend; the fit
 // bent by 0.38 ms·(b − 1)² and read 14.4 against 39.4.

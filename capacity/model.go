@@ -625,10 +625,8 @@ func itlPart(os []obs, pr Prior, prefill float64) part {
 		// The bend was held at zero, its fit below it; its upper 95%
 		// limit may still be above zero: not excluding a bend is not
 		// knowing there is none, so the lower bound allows for that much.
-		nonneg := make([]bool, len(x[0])) // every slope but the bend's held at zero or above
-		for j := 1; j < len(nonneg); j++ {
-			nonneg[j] = j != curved
-		}
+		nonneg := slopesNonneg(len(x[0])) // every slope but the bend's
+		nonneg[curved] = false
 		if free, ok := fitITL(most)(x, y, groups, nonneg, slopePrior{}, pr.scale()); ok && free.used[curved] {
 			if se := math.Sqrt(math.Max(free.cov[curved][curved], 0)); free.beta[curved]+free.quantile()*se > 0 {
 				wide := p.fit
@@ -666,9 +664,10 @@ func itlPart(os []obs, pr Prior, prefill float64) part {
 // plainBend says the observations that decoded with no prompt waiting
 // (s = 0), fitted alone, show the bend: δ2 above Student's t times its
 // standard error. Their steps carried no chunk of a prompt the probe saw
-// waiting, so what bends them is the decode's own: report 001's simulator, whose decode runs eagerly past a
-// batch of 18, bent its code completion's steps by 24-31 µs·(b − 1)² at
-// every seed, chunk steps or not.
+// waiting, so what bends them is the decode's own: report 001's
+// simulator, whose decode runs eagerly past a batch of 18, bent its code
+// completion's steps by 24-31 µs·(b − 1)² at every seed of the reports'
+// table, chunk steps or not.
 func plainBend(x [][]float64, y []float64, groups []int, scale0 float64) bool {
 	var px [][]float64
 	var py []float64
@@ -681,12 +680,19 @@ func plainBend(x [][]float64, y []float64, groups []int, scale0 float64) bool {
 	if len(py) == 0 {
 		return false
 	}
-	nonneg := make([]bool, len(px[0]))
-	for j := 1; j < len(nonneg); j++ {
+	f, ok := fitLinear(px, py, pg, slopesNonneg(len(px[0])), slopePrior{}, scale0)
+	return ok && f.used[curved] && f.beta[curved] > f.quantile()*math.Sqrt(f.cov[curved][curved])
+}
+
+// slopesNonneg is fitLinear's nonneg for a law of n columns: the
+// intercept free, every slope held at or above zero (more load never makes
+// a server faster).
+func slopesNonneg(n int) []bool {
+	nonneg := make([]bool, n)
+	for j := 1; j < n; j++ {
 		nonneg[j] = true
 	}
-	f, ok := fitLinear(px, py, pg, nonneg, slopePrior{}, scale0)
-	return ok && f.used[curved] && f.beta[curved] > f.quantile()*math.Sqrt(f.cov[curved][curved])
+	return nonneg
 }
 
 // fitTo fits the part to its data, with the slope the target's other use
@@ -701,11 +707,7 @@ func (p *part) fitTo(x [][]float64, y []float64, groups []int, r Ratio, pr Prior
 	if len(y) == 0 {
 		return
 	}
-	// The intercept is free; every slope is held at or above zero.
-	nonneg := make([]bool, len(x[0]))
-	for i := 1; i < len(nonneg); i++ {
-		nonneg[i] = true
-	}
+	nonneg := slopesNonneg(len(x[0]))
 	scale0 := pr.scale()
 	own, ok := fitWith(x, y, groups, nonneg, slopePrior{}, scale0)
 	p.fit, p.ok = own, ok && len(y) >= MinSamples

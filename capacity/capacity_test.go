@@ -266,10 +266,11 @@ func TestPrefillSharesTheDecodeSteps(t *testing.T) {
 // without a chunk do not show is left to the lower bound: along a burst
 // the batch a probe decodes in and the share of its decode spent in chunk
 // steps move together, and chunk time the harmonic law does not place
-// reads as a step growing faster than its batch. The window is the suite's chunked-prefill/4 under load, its
-// short chatbot's own points (written out by a local print, 2026-11-30):
-// the law's step is 9.3 ms + 1.87 ms a sequence, with no bend; the fit
-// bent by 0.38 ms·(b − 1)² and read 14.4 against 39.4.
+// reads as a step growing faster than its batch. The window is the
+// suite's chunked-prefill/4 under load, its short chatbot's own points
+// (written out by a local print, 2026-11-30): the law's step is 9.3 ms +
+// 1.87 ms a sequence, with no bend; the fit bent by 0.38 ms·(b − 1)² and
+// read 14.4 against 39.4.
 func TestChunkStepsAreNoBend(t *testing.T) {
 	at := func(s string) time.Time {
 		v, err := time.Parse("15:04:05.000000000", s)

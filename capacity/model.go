@@ -610,8 +610,11 @@ func itlPart(os []obs, pr Prior, prefill float64) part {
 	// read a third of its capacity or less. A bend stays where the steps
 	// that carried no chunk show it by themselves (plainBend), or where
 	// a use case whose batches reached further lends it.
-	chunked := p.ok && p.fit.used[curved] && p.fit.used[prefilling] && p.fit.beta[prefilling] > 0 && !plainBend(x, y, groups, pr.scale())
-	if p.ok && len(lent) == 0 && p.fit.used[curved] && (chunked || p.fit.beta[curved] < p.fit.quantile()*math.Sqrt(p.fit.cov[curved][curved])) {
+	noise := func() bool { return p.fit.beta[curved] < p.fit.quantile()*math.Sqrt(p.fit.cov[curved][curved]) }
+	chunked := func() bool {
+		return p.fit.used[prefilling] && p.fit.beta[prefilling] > 0 && !plainBend(x, y, groups, pr.scale())
+	}
+	if p.ok && len(lent) == 0 && p.fit.used[curved] && (noise() || chunked()) {
 		// So is a bend the data cannot tell from noise: with it, a line's
 		// noise would bend the extrapolation either way. The lower bound
 		// still allows for either (wide).

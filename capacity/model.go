@@ -93,6 +93,9 @@ type obs struct {
 	group int
 	// gap is the longest gap between two of its tokens (Point.MaxGap).
 	gap float64
+	// prompts: the prompt tokens per second the engine took in over an
+	// engine reading's span (Point.Prompts), 0 for a probe.
+	prompts float64
 }
 
 // engineGroups numbers the groups of the engine's readings (observations),
@@ -120,7 +123,19 @@ func observations(points []Point, perRequest float64) []obs {
 			// burst's probes are of its level: sixty half minutes of a
 			// steady production that sit 5% off the law say so once.
 			b := p.InFlight
-			out = append(out, obs{q: 1, level: b, a: b, b: b, kv: excess(p), itl: p.ITL, decodeOK: true, prefilling: p.Waiting, group: engineGroups + int(math.Round(b))})
+			o := obs{q: 1, level: b, a: b, b: b, kv: excess(p), itl: p.ITL, decodeOK: true, prefilling: p.Waiting, group: engineGroups + int(math.Round(b))}
+			if p.Prompts > 0 {
+				// A prompt's prefill grows at least as its length and at
+				// most as its square: production's prompts shorter than the
+				// use case's (their requests' KV tokens against its) take at
+				// least their tokens' share of its prefill times their
+				// length over its, and longer ones at least their tokens'.
+				o.prompts = p.Prompts
+				if held := p.KV / p.Held; held < perRequest {
+					o.prompts *= held / perRequest
+				}
+			}
+			out = append(out, o)
 			continue
 		}
 		if p.Burst <= 1 && p.Cell == 0 {
@@ -549,6 +564,53 @@ const (
 	itlKV    = 5
 )
 
+// prefillShares gives each of the engine's own readings the share of its
+// span the engine spent in steps that prefilled, at least: the prompts it
+// took in, in the use case's prompts, each taking the engine as long as a
+// prompt ahead of one of the use case's does (the TTFT law's τq, or τw
+// where prompts prefill side by side), its τ0 until the law knows how
+// TTFT grows with prompts together. Where a prompt ahead costs nothing (a
+// server that prefills side by side at each prompt's own pace, the
+// suite's KV-cliff law) the gauge's share stands: taken from τ0 there, a
+// share of steps no decode waits in moved that family's fits. The
+// waiting gauge the readings carry misses the prompt being prefilled (the
+// engine holds it among the running): on report 002's simulator, which
+// prefills one prompt a step, a closed loop of seven of its chatbot's 32K
+// prompts spent 38% of its time in steps that prefilled, where the
+// readings under the reports' table's production (15 to 21 running)
+// caught a prompt waiting at 13-42% of them; the ITL law took the longer
+// mean interval for a batch's slope, δb 1.84 ms against the engine's
+// 0.85, with δp 22 ms against its 1.2 s steps. Production's prompts of
+// other lengths count by their tokens, as if each cost alike (attention
+// makes a long prompt's dearer). os is not changed: a copy is, where any
+// reading says.
+func prefillShares(os []obs, ttft part, input float64) []obs {
+	if !ttft.ok || !(input > 0) {
+		return os
+	}
+	work := ttft.prefill()
+	if ttft.slope() {
+		work = math.Max(ttft.fit.beta[1], ttft.fit.beta[queued])
+	}
+	if !(work > 0) {
+		return os
+	}
+	var out []obs
+	for i, o := range os {
+		if !(o.prompts > 0) {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(os)
+		}
+		out[i].prefilling = math.Max(o.prefilling, math.Min(1, o.prompts/input*work))
+	}
+	if out == nil {
+		return os
+	}
+	return out
+}
+
 // itlPart fits the ITL law, its bend δ2 only where the data show it
 // (curved).
 func itlPart(os []obs, pr Prior, prefill float64) part {
@@ -888,7 +950,7 @@ func Ratios(u UseCase, points []Point) Slopes {
 	os := observations(points, u.held())
 	out := Slopes{Held: u.held(), Prompt: float64(u.InputTokens)}
 	ttft := ttftPart(os, Prior{})
-	itl := itlPart(os, Prior{}, ttft.prefill())
+	itl := itlPart(prefillShares(os, ttft, float64(u.InputTokens)), Prior{}, ttft.prefill())
 	out.ITLAlone = itl.alone()
 	if !u.Warm {
 		out.TTFTAlone = ttft.alone()
@@ -1242,7 +1304,7 @@ type fitted struct {
 // tokens per request: the capacity, its bounds, each SLO's own.
 func fit(slos []SLO, os []obs, stat string, shape twin, pr Prior) *fitted {
 	ttft := ttftPart(os, pr)
-	itl := itlPart(os, pr, ttft.prefill())
+	itl := itlPart(prefillShares(os, ttft, shape.input), pr, ttft.prefill())
 	shape.inSteps = decoders(&ttft, itl)
 	if itl.ok && !(itl.fit.beta[0] > 0) {
 		// A decode step at a batch of one at or below zero: the line

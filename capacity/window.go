@@ -75,6 +75,9 @@ type Point struct {
 	// it is not shown among the probes.
 	Engine  bool    `json:"-"`
 	Waiting float64 `json:"-"`
+	// Prompts is the prompt tokens the engine took in per second over an
+	// Engine point's span (monitor.Decode.Prompts); NaN where unknown.
+	Prompts float64 `json:"-"`
 }
 
 // MaxPoints bounds each series whatever the uptime and the time it keeps:

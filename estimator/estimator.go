@@ -176,7 +176,7 @@ func (e *Estimator) Decoded(target string, d monitor.Decode) {
 		return
 	}
 	e.engine.Add(target, "", capacity.Point{Time: d.Time, Engine: true, Load: d.Running, InFlight: d.Running, Sent: d.Running, KV: d.KV, Held: d.Running,
-		ITL: d.ITL, Waiting: d.Waiting, TTFT: math.NaN(), E2E: math.NaN(), Decode: 1 / d.ITL})
+		ITL: d.ITL, Waiting: d.Waiting, Prompts: d.Prompts, TTFT: math.NaN(), E2E: math.NaN(), Decode: 1 / d.ITL})
 }
 
 // Burst implements monitor.Calibrator: of the target's use cases that want

@@ -37,7 +37,7 @@ type decodeSpan struct {
 // ours in it.
 func (s *decodeSpan) add(l engine.Load, now time.Time, sent int64, inFlight bool) (Decode, bool) {
 	if s.from.Engine == "" || now.Sub(s.since) >= DecodeSpan {
-		d, ok := s.end(l, sent, inFlight)
+		d, ok := s.end(l, now, sent, inFlight)
 		*s = decodeSpan{from: l, since: now, sent: sent, kvKnown: true}
 		s.read(l, inFlight)
 		return d, ok
@@ -65,14 +65,17 @@ func (s *decodeSpan) read(l engine.Load, inFlight bool) {
 	}
 }
 
-// end is the decode of the span that reading l completes.
-func (s *decodeSpan) end(l engine.Load, sent int64, inFlight bool) (Decode, bool) {
+// end is the decode of the span that reading l, taken at now, completes.
+func (s *decodeSpan) end(l engine.Load, now time.Time, sent int64, inFlight bool) (Decode, bool) {
 	if s.from.Engine == "" {
 		return Decode{}, false
 	}
 	s.read(l, inFlight)
 	n, sum := l.ITLCount-s.from.ITLCount, l.ITLSum-s.from.ITLSum
-	d := Decode{Time: s.since, Running: s.batch / s.weight, ITL: sum / n, Waiting: s.waiting / s.weight, KV: math.NaN()}
+	d := Decode{Time: s.since, Running: s.batch / s.weight, ITL: sum / n, Waiting: s.waiting / s.weight, KV: math.NaN(), Prompts: math.NaN()}
+	if p := l.PromptTokens - s.from.PromptTokens; p >= 0 { // false for NaN
+		d.Prompts = p / now.Sub(s.since).Seconds()
+	}
 	if s.kvKnown {
 		d.KV = s.kv / s.weight
 	}

@@ -22,6 +22,7 @@ func TestDecodeSpan(t *testing.T) {
 	}
 	waiting := func(l engine.Load, w float64) engine.Load { l.Waiting = w; return l }
 	kv := func(l engine.Load, usage float64) engine.Load { l.KVUsage, l.KVTokens = usage, 100000; return l }
+	prompts := func(l engine.Load, tokens float64) engine.Load { l.PromptTokens = tokens; return l }
 	for _, tc := range []struct {
 		name     string
 		readings []reading
@@ -40,6 +41,12 @@ func TestDecodeSpan(t *testing.T) {
 		{"the share of its tokens decoded while prompts waited, and the KV tokens the batch held",
 			[]reading{{0, kv(waiting(read(2, 0, 0), 1), 0.1), 0, false}, {DecodeSpan, kv(read(6, 100, 1), 0.3), 0, false}},
 			[]Decode{{Time: t0, Running: 40.0 / 8, ITL: 0.01, Waiting: 2.0 / 8, KV: (2*10000 + 6*30000) / 8.0}}},
+		{"the prompt tokens the engine took in, per second of the span",
+			[]reading{{0, prompts(read(4, 100, 1), 5000), 0, false}, {DecodeSpan + 5*time.Second, prompts(read(4, 300, 4), 75000), 0, false}},
+			[]Decode{{Time: t0, Running: 4, ITL: 3.0 / 200, KV: nan, Prompts: 2000}}},
+		{"an engine without the prompt-token counter",
+			[]reading{{0, prompts(read(4, 100, 1), nan), 0, false}, {DecodeSpan, prompts(read(4, 300, 4), nan), 0, false}},
+			[]Decode{{Time: t0, Running: 4, ITL: 3.0 / 200, KV: nan, Prompts: nan}}},
 		{"a probe of ours in flight at a reading: not production's alone",
 			[]reading{{0, read(4, 100, 1), 0, false}, {5 * time.Second, read(5, 150, 2), 0, true}, {DecodeSpan, read(4, 300, 4), 1, false},
 				{2 * DecodeSpan, read(4, 400, 5), 1, false}},
@@ -68,7 +75,7 @@ func TestDecodeSpan(t *testing.T) {
 			same := func(a, b, tol float64) bool { return math.IsNaN(a) && math.IsNaN(b) || math.Abs(a-b) <= tol }
 			for i := range got {
 				g, w := got[i], tc.want[i]
-				if !g.Time.Equal(w.Time) || !same(g.Running, w.Running, 1e-9) || !same(g.ITL, w.ITL, 1e-12) || !same(g.Waiting, w.Waiting, 1e-9) || !same(g.KV, w.KV, 1e-6) {
+				if !g.Time.Equal(w.Time) || !same(g.Running, w.Running, 1e-9) || !same(g.ITL, w.ITL, 1e-12) || !same(g.Waiting, w.Waiting, 1e-9) || !same(g.KV, w.KV, 1e-6) || !same(g.Prompts, w.Prompts, 1e-9) {
 					t.Errorf("span %d: got %+v, want %+v", i, g, w)
 				}
 			}

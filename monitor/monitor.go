@@ -98,6 +98,13 @@ type Decode struct {
 	// KV is the KV-cache tokens the batch held (the engine's usage times
 	// its size, weighted as Running); NaN where the engine says neither.
 	KV float64
+	// Prompts is the prompt tokens the engine took in per second over the
+	// span (its prompt-token counter); NaN where it has none. The waiting
+	// gauge does not count a prompt the engine is prefilling (vLLM and
+	// SGLang hold it among the running), so on an engine that prefills in
+	// the steps that decode, Waiting misses most of the steps that did:
+	// the prompts' work says how many there were.
+	Prompts float64
 }
 
 // Calibrator chooses calibration bursts (config calibration:) for a target

@@ -94,7 +94,8 @@ type obs struct {
 	// gap is the longest gap between two of its tokens (Point.MaxGap).
 	gap float64
 	// prompts: the prompt tokens per second the engine took in over an
-	// engine reading's span (Point.Prompts), 0 for a probe.
+	// engine reading's span (Point.Prompts), shorter prompts' scaled by
+	// their length over the use case's; 0 for a probe.
 	prompts float64
 }
 
@@ -580,10 +581,9 @@ const (
 // readings under the reports' table's production (15 to 21 running)
 // caught a prompt waiting at 13-42% of them; the ITL law took the longer
 // mean interval for a batch's slope, δb 1.84 ms against the engine's
-// 0.85, with δp 22 ms against its 1.2 s steps. Production's prompts of
-// other lengths count by their tokens, as if each cost alike (attention
-// makes a long prompt's dearer). os is not changed: a copy is, where any
-// reading says.
+// 0.85, with δp 22 ms against its 1.2 s steps. Production's shorter
+// prompts come scaled by their length (observations). os is not changed:
+// a copy is, where any reading says.
 func prefillShares(os []obs, ttft part, input float64) []obs {
 	if !ttft.ok || !(input > 0) {
 		return os

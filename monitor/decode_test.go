@@ -23,6 +23,7 @@ func TestDecodeSpan(t *testing.T) {
 	waiting := func(l engine.Load, w float64) engine.Load { l.Waiting = w; return l }
 	kv := func(l engine.Load, usage float64) engine.Load { l.KVUsage, l.KVTokens = usage, 100000; return l }
 	prompts := func(l engine.Load, tokens float64) engine.Load { l.PromptTokens = tokens; return l }
+	scaled := func(l engine.Load) engine.Load { l.TimeScale = 10; return l }
 	for _, tc := range []struct {
 		name     string
 		readings []reading
@@ -44,6 +45,9 @@ func TestDecodeSpan(t *testing.T) {
 		{"the prompt tokens the engine took in, per second of the span",
 			[]reading{{0, prompts(read(4, 100, 1), 5000), 0, false}, {DecodeSpan + 5*time.Second, prompts(read(4, 300, 4), 75000), 0, false}},
 			[]Decode{{Time: t0, Running: 4, ITL: 3.0 / 200, KV: nan, Prompts: 2000}}},
+		{"a simulator ten times real time: per second of its time",
+			[]reading{{0, scaled(prompts(read(4, 100, 1), 5000)), 0, false}, {DecodeSpan + 5*time.Second, scaled(prompts(read(4, 300, 4), 75000)), 0, false}},
+			[]Decode{{Time: t0, Running: 4, ITL: 3.0 / 200, KV: nan, Prompts: 200}}},
 		{"an engine without the prompt-token counter",
 			[]reading{{0, prompts(read(4, 100, 1), nan), 0, false}, {DecodeSpan, prompts(read(4, 300, 4), nan), 0, false}},
 			[]Decode{{Time: t0, Running: 4, ITL: 3.0 / 200, KV: nan, Prompts: nan}}},

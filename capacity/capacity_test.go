@@ -1756,7 +1756,8 @@ func TestAHeavierUseCaseBoundsALightOnesAlone(t *testing.T) {
 // prefill's steps for a batch's slope: δb 1.41 ms. δp is not asserted: a
 // token every 1.2 s or every 0.36 s over a third of a span moves its mean
 // interval by 1.5%, so the data hardly say which (the twin's capacity
-// moves less than 1% between the two).
+// moves less than 1% between the two: capacity.TwinCapacity on this law,
+// 23.67 and 23.62, a scratch check).
 func TestTheEnginesReadingsCountTheStepsThatPrefilled(t *testing.T) {
 	const prompt, input, db = 1.2, 32768.0, 0.00085
 	l := server{ttft: func(q, w, d float64) float64 { return prompt * q }, itl: func(b, a float64) float64 { return 0.007 + db*(b-1) }, stall: prompt}

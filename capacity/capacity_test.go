@@ -348,6 +348,30 @@ func TestPrefillStepIsBoundedByWhatProbesMeasured(t *testing.T) {
 	}
 }
 
+// A probe whose decode met no prompt waiting (s = 0) saw plain steps only:
+// its longest gap is a decode step's, and bounds no step that prefills. On
+// report 002's simulator a 64K document's two lone probes decoded 32 tokens
+// each between production's prefills, and their 16 ms held δp there, where
+// the engine's steps that prefill last seconds (the readings, which carry no
+// gap, showed them by their share). Here the law's step that prefills is
+// 0.2 s, the lone probes' gaps 11 ms: δp comes from the readings, up to a
+// lone prompt's prefill.
+func TestAPlainStepsGapBoundsNoPrefillStep(t *testing.T) {
+	const d, dp = 0.01, 0.2
+	var os []obs
+	for i, s := range []float64{0, 0, 0.1, 0.15, 0.2, 0.25, 0.3} {
+		o := obs{b: 1, a: 1, prefilling: s, itl: 1 / (s/(d+dp) + (1-s)/d), decodeOK: true, group: i}
+		if s == 0 {
+			o.gap = 0.011
+		}
+		os = append(os, o)
+	}
+	f := itlPart(os, Prior{}, 0.3)
+	if got := f.fit.beta[prefilling]; !f.ok || !(got > 0.1 && got <= 0.3*(1+1e-9)) {
+		t.Errorf("δp = %v (ok %v), want it from the readings (law %v), not held at the plain steps' gap (fit %v)", got, f.ok, dp, f.fit.beta)
+	}
+}
+
 // Production of other shapes: a decode step reads every KV token its
 // batch holds, so a 64K-context request beside a 1K probe costs it many
 // times what another 1K request does. Counted as requests, the lone

@@ -424,12 +424,14 @@ type fitter func(x [][]float64, y []float64, groups []int, nonneg []bool, prior 
 // most one prompt's whole prefill (the TTFT law's intercept), whether the
 // engine prefills a chunk of it in each step or all of it in one, and a
 // step that prefills is no longer than the longest gap between two tokens
-// any probe saw (a probe that decoded while prompts waited saw such
-// steps; an engine that slows every step alike while prompts wait makes
-// each gap D+δp). Without a bound, intervals that grow with s faster
-// than the harmonic law can follow (at most D/(1−s), as δp grows without
-// end) send δp to infinity; and under production, whose prefills s does
-// not count, δp takes their time as the burst's up to its bound.
+// a probe saw while prompts waited beside its decode (s above zero: it saw
+// such steps; an engine that slows every step alike while prompts wait
+// makes each gap D+δp). A probe that decoded beside no waiting prompt saw
+// plain steps only, and its gap bounds none that prefills. Without a
+// bound, intervals that grow with s faster than the harmonic law can
+// follow (at most D/(1−s), as δp grows without end) send δp to infinity;
+// and under production, whose prefills s does not count, δp takes their
+// time as the burst's up to its bound.
 func fitITL(most float64) fitter {
 	return func(x [][]float64, y []float64, groups []int, nonneg []bool, prior slopePrior, scale0 float64) (linearFit, bool) {
 		f, ok := fitLinear(x, y, groups, nonneg, prior, scale0)
@@ -630,13 +632,13 @@ func itlPart(os []obs, pr Prior, prefill float64) part {
 	}
 	measured := p.reach
 	// δp is at most a lone prompt's whole prefill, and no longer than the
-	// longest step any probe decoded in (fitITL).
+	// longest step a probe decoded in while prompts waited (fitITL).
 	most, gap := math.Inf(1), 0.0
 	if prefill > 0 {
 		most = prefill
 	}
 	for _, o := range os {
-		if o.gap > gap && !math.IsInf(o.gap, 0) {
+		if o.prefilling > 0 && o.gap > gap && !math.IsInf(o.gap, 0) {
 			gap = o.gap
 		}
 	}

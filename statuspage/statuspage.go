@@ -120,7 +120,7 @@ func reason(e capacity.Estimate, state string, now time.Time) string {
 			// No placed laws: the margin is what the window's probes met at
 			// the loads production made, not a reading for one more request.
 			out := fmt.Sprintf("Breached: the window's probes met %s %s, %s of %s; the load now is %s.", sloTitle(s.Name), withUnit(v, s.Name), cmp, withUnit(s.Threshold, s.Name), short(e.Load))
-			if e.Bound != "" {
+			if e.Bound != "" && e.Lower >= 1 {
 				// The bound counts requests of this shape alone; the load,
 				// every shape production sends (a 96K prompt costs more).
 				out += fmt.Sprintf(" Alone, at least %.1f of its requests together fit: the load counts every shape.", e.Lower)
@@ -137,6 +137,12 @@ func reason(e capacity.Estimate, state string, now time.Time) string {
 			math.Max(0, e.Free), e.Capacity, 100*math.Max(0, e.Ratio))
 	case "bound":
 		out := fmt.Sprintf("Only a lower bound: the capacity is at least %.1f", e.Lower)
+		if e.Lower < 1 {
+			// At least nothing: the data have not yet placed a single
+			// request of the shape, and the page says so rather than
+			// count a fraction of one.
+			out = "Only a lower bound, under one request: the data do not place the capacity yet"
+		}
 		// The model's why opens with the bound it gives ("at least 12.0:").
 		if _, rest, ok := strings.Cut(why, ": "); ok && strings.HasPrefix(why, "at least") {
 			why = rest

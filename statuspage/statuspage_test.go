@@ -77,6 +77,25 @@ func TestRender(t *testing.T) {
 	}
 }
 
+// A bound under one request says the data place nothing yet, not "at least
+// 0.0": report 000's 32K chatbot beside 6 users of 8K chat, its first half
+// hour (TestFirstHalfHour), fitted a TTFT line whose bands cross nowhere.
+func TestABoundUnderOneRequest(t *testing.T) {
+	e := capacity.Estimate{Target: "gpu-1", UseCase: "chatbot", Scenario: "ctx-32k", Capacity: math.NaN(), Bound: "lower", Lower: 0, Upper: math.Inf(1),
+		Load: 6, Margin: 0.4, Free: math.NaN(), Ratio: math.NaN(), Samples: 3, SamplesNeeded: 2, NextProbe: t0.Add(90 * time.Second),
+		Why: "at least 0.0: the laws' bands place no threshold (up to no bound)"}
+	var b bytes.Buffer
+	target := Target{TargetStatus: collector.TargetStatus{Name: "gpu-1", URL: "http://gpu-1:8000", Up: true, Next: map[string]time.Time{"ctx-32k": t0.Add(90 * time.Second)}}, Since: t0.Add(-time.Hour), Budget: 0.02}
+	if err := Render(&b, []Target{target}, []capacity.Estimate{e}, t0, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	page := b.String()
+	want := "Only a lower bound, under one request: the data do not place the capacity yet (the laws&#39; bands place no threshold (up to no bound)); a calibration burst nearer the threshold places it."
+	if !strings.Contains(page, want) || strings.Contains(page, "at least 0.0") {
+		t.Errorf("the bound's sentence is not %q:\n%s", want, page[strings.Index(page, `<p class="reason">`):][:300])
+	}
+}
+
 // A margin that rounds to zero from below reads 0.0, not -0.0.
 func TestNum(t *testing.T) {
 	for v, want := range map[float64]string{-0.04: "0.0", -0.06: "-0.1", 0.04: "0.0", 2.25: "2.2", math.NaN(): "-", math.Inf(1): "-"} {

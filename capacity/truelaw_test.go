@@ -2,11 +2,13 @@ package capacity_test
 
 import (
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/headroom-dev/headroom/capacity"
 	"github.com/headroom-dev/headroom/config"
 	"github.com/headroom-dev/headroom/internal/scripted"
+	"github.com/headroom-dev/headroom/sim"
 )
 
 // The twin, given the coefficients a scripted law's physics puts in the
@@ -113,4 +115,46 @@ func coefficients(l scripted.Law, u capacity.UseCase) (ttft, itl []float64, inSt
 		ttft[1], ttft[2] = l.Overhead+prefill, l.Overhead+prefill
 	}
 	return ttft, []float64{l.StepBase + perSeq, perSeq, 0, chunk, 0, 0}, true
+}
+
+// The twin, given report 002's simulator's own law for its 64K document,
+// places the simulator's capacity (sim.CapacityLimit, its engine run as the
+// report's protocol), and the fitted δp is what moves it (docs/capacity.md,
+// the changelog's "investigated" row on that document). The law is read off
+// the profile: a prompt prefills alone in 4.08 s with 0.07 s of overhead
+// before it reaches the engine, one at a time (τq 4.0 s, τw 0); a step
+// decodes in 7.9 ms and 1.6 ms more per sequence (mostly its 64K context's
+// reads); and a step that also prefills carries one of the prompt's two
+// chunks of at most 52,428 tokens, about 2 s. With δp as the fits read it
+// (30 ms), decodes go on through a prefill, the closed loop's prompts
+// arrive apart and wait less, and the twin places far more.
+func TestTwinPlacesReport002sDocument(t *testing.T) {
+	reports, err := sim.Reports()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := reports[2]
+	prof, err := sim.LookupProfile(r.Profile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(r.UseCases, func(u sim.UseCaseFigure) bool { return u.Name == "document" })
+	if i < 0 {
+		t.Fatalf("report %s has no document use case", r.File)
+	}
+	f := r.UseCases[i]
+	truth, _ := sim.CapacityLimit(prof.Params, f)
+	u := capacity.UseCase{Name: f.Name, InputTokens: f.Context, OutputTokens: f.Output, TTFTMax: f.TTFTMax, DecodeMin: f.DecodeMin, Statistic: "mean"}
+	u.Prior.TTFT.Fixed = 0.07
+	twin := func(dp float64) float64 {
+		return capacity.TwinCapacity(u, []float64{4.08, 4.0, 0, 0.003, 0}, []float64{0.0079, 0.0016, 0, dp, 0, 0}, float64(prof.Params.KVCapacity), false)
+	}
+	got, fitted := twin(2), twin(0.03)
+	t.Logf("simulator %.2f; the twin with δp 2 s %.2f, 1 s %.2f, 0.3 s %.2f, 0.1 s %.2f, 30 ms %.2f", truth, got, twin(1), twin(0.3), twin(0.1), fitted)
+	if !sim.CapacityWithin(got, truth, false, false) {
+		t.Errorf("the twin of the simulator's own law places %.2f, want %.2f within 15%% or 1", got, truth)
+	}
+	if fitted < 1.3*truth {
+		t.Errorf("with δp 30 ms the twin places %.2f, near the simulator's %.2f: the case no longer shows δp moving it", fitted, truth)
+	}
 }

@@ -136,12 +136,11 @@ func reason(e capacity.Estimate, state string, now time.Time) string {
 		return fmt.Sprintf("Low: %.1f of %.1f requests free (%.0f%%), under the 20%% at which HeadroomLow warns; less load or more replicas raise it.",
 			math.Max(0, e.Free), e.Capacity, 100*math.Max(0, e.Ratio))
 	case "bound":
-		out := fmt.Sprintf("Only a lower bound: the capacity is at least %.1f", e.Lower)
-		if e.Lower < 1 {
-			// At least nothing: the data have not yet placed a single
-			// request of the shape, and the page says so rather than
-			// count a fraction of one.
-			out = "Only a lower bound, under one request: the data do not place the capacity yet"
+		// Under one request the data have not placed a single request of
+		// the shape, and the page says so rather than count a fraction.
+		out := "Only a lower bound, under one request: the data do not place the capacity yet"
+		if e.Lower >= 1 {
+			out = fmt.Sprintf("Only a lower bound: the capacity is at least %.1f", e.Lower)
 		}
 		// The model's why opens with the bound it gives ("at least 12.0:").
 		if _, rest, ok := strings.Cut(why, ": "); ok && strings.HasPrefix(why, "at least") {

@@ -3,6 +3,7 @@ package statuspage
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -80,19 +81,37 @@ func TestRender(t *testing.T) {
 // A bound under one request says the data place nothing yet, not "at least
 // 0.0": report 000's 32K chatbot beside 6 users of 8K chat, its first half
 // hour (TestFirstHalfHour), fitted a TTFT line whose bands cross nowhere.
+// Breached, such a row adds no count of its requests that fit alone; a
+// bound of one or more still does.
 func TestABoundUnderOneRequest(t *testing.T) {
-	e := capacity.Estimate{Target: "gpu-1", UseCase: "chatbot", Scenario: "ctx-32k", Capacity: math.NaN(), Bound: "lower", Lower: 0, Upper: math.Inf(1),
-		Load: 6, Margin: 0.4, Free: math.NaN(), Ratio: math.NaN(), Samples: 3, SamplesNeeded: 2, NextProbe: t0.Add(90 * time.Second),
-		Why: "at least 0.0: the laws' bands place no threshold (up to no bound)"}
-	var b bytes.Buffer
-	target := Target{TargetStatus: collector.TargetStatus{Name: "gpu-1", URL: "http://gpu-1:8000", Up: true, Next: map[string]time.Time{"ctx-32k": t0.Add(90 * time.Second)}}, Since: t0.Add(-time.Hour), Budget: 0.02}
-	if err := Render(&b, []Target{target}, []capacity.Estimate{e}, t0, 30*time.Second); err != nil {
-		t.Fatal(err)
-	}
-	page := b.String()
-	want := "Only a lower bound, under one request: the data do not place the capacity yet (the laws&#39; bands place no threshold (up to no bound)); a calibration burst nearer the threshold places it."
-	if !strings.Contains(page, want) || strings.Contains(page, "at least 0.0") {
-		t.Errorf("the bound's sentence is not %q:\n%s", want, page[strings.Index(page, `<p class="reason">`):][:300])
+	breached := []capacity.SLO{{Name: "ttft_seconds", Threshold: 8, Value: 9, Margin: -0.125}}
+	for _, tc := range []struct {
+		name          string
+		lower, margin float64
+		slos          []capacity.SLO
+		want, not     string
+	}{
+		{"a bound", 0, 0.4, nil,
+			"Only a lower bound, under one request: the data do not place the capacity yet (the laws&#39; bands place no threshold (up to no bound)); a calibration burst nearer the threshold places it.", "at least 0.0"},
+		{"breached", 0, -0.125, breached, "Breached: the window&#39;s probes met", "at least 0.0"},
+		{"breached, a bound of three", 3, -0.125, breached, "Alone, at least 3.0 of its requests together fit", "under one request"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := capacity.Estimate{Target: "gpu-1", UseCase: "chatbot", Scenario: "ctx-32k", Capacity: math.NaN(), Bound: "lower", Lower: tc.lower, Upper: math.Inf(1),
+				Load: 6, Margin: tc.margin, Free: math.NaN(), Ratio: math.NaN(), Samples: 3, SamplesNeeded: 2, NextProbe: t0.Add(90 * time.Second), SLOs: tc.slos,
+				Why: fmt.Sprintf("at least %.1f: the laws' bands place no threshold (up to no bound)", tc.lower)}
+			var b bytes.Buffer
+			target := Target{TargetStatus: collector.TargetStatus{Name: "gpu-1", URL: "http://gpu-1:8000", Up: true, Next: map[string]time.Time{"ctx-32k": t0.Add(90 * time.Second)}}, Since: t0.Add(-time.Hour), Budget: 0.02}
+			if err := Render(&b, []Target{target}, []capacity.Estimate{e}, t0, 30*time.Second); err != nil {
+				t.Fatal(err)
+			}
+			page := b.String()
+			reason := page[strings.Index(page, `<p class="reason">`):]
+			reason = reason[:strings.Index(reason, "</p>")]
+			if !strings.Contains(reason, tc.want) || strings.Contains(reason, tc.not) {
+				t.Errorf("the row's sentence %q lacks %q or has %q", reason, tc.want, tc.not)
+			}
+		})
 	}
 }
 

@@ -176,6 +176,8 @@ func plot(s capacity.SLO, e capacity.Estimate) chart {
 		c.Load = c.vertical(x(e.Load), "load "+short(e.Load), 0)
 	}
 	switch {
+	case e.Bound == "lower" && e.Lower < 1:
+		// A bound under one request places nothing: no marker at zero.
 	case e.Bound == "lower" && finite(e.Lower):
 		c.Capacity = c.vertical(x(e.Lower), fmt.Sprintf("capacity ≥ %.1f", e.Lower), 1)
 	case finite(e.Capacity):

@@ -79,22 +79,26 @@ func TestRender(t *testing.T) {
 }
 
 // A bound under one request says the data place nothing yet, not "at least
-// 0.0": report 000's 32K chatbot beside 6 users of 8K chat, its first half
+// 0.0", in its sentence, its capacity cell and its chart (no marker at
+// zero): report 000's 32K chatbot beside 6 users of 8K chat, its first half
 // hour (TestFirstHalfHour), fitted a TTFT line whose bands cross nowhere.
 // Breached, such a row adds no count of its requests that fit alone; a
 // bound of one or more still does.
 func TestABoundUnderOneRequest(t *testing.T) {
-	breached := []capacity.SLO{{Name: "ttft_seconds", Threshold: 8, Value: 9, Margin: -0.125}}
+	curve := capacity.Curve{{Load: 1, Value: 2, N: 1}, {Load: 3, Value: 6, N: 1}}
+	held := []capacity.SLO{{Name: "ttft_seconds", Threshold: 8, Value: 5, Margin: 0.4, Curve: curve}}
+	breached := []capacity.SLO{{Name: "ttft_seconds", Threshold: 8, Value: 9, Margin: -0.125, Curve: curve}}
 	for _, tc := range []struct {
 		name          string
 		lower, margin float64
 		slos          []capacity.SLO
 		want, not     string
+		cell, marker  string // the capacity column, the chart's capacity label ("": none)
 	}{
-		{"a bound", 0, 0.4, nil,
-			"Only a lower bound, under one request: the data do not place the capacity yet (the laws&#39; bands place no threshold (up to no bound)); a calibration burst nearer the threshold places it.", "at least 0.0"},
-		{"breached", 0, -0.125, breached, "Breached: the window&#39;s probes met", "at least 0.0"},
-		{"breached, a bound of three", 3, -0.125, breached, "Alone, at least 3.0 of its requests together fit", "under one request"},
+		{"a bound", 0, 0.4, held,
+			"Only a lower bound, under one request: the data do not place the capacity yet (the laws&#39; bands place no threshold (up to no bound)); a calibration burst nearer the threshold places it.", "at least 0.0", "not placed", ""},
+		{"breached", 0, -0.125, breached, "Breached: the window&#39;s probes met", "at least 0.0", "not placed", ""},
+		{"breached, a bound of three", 3, -0.125, breached, "Alone, at least 3.0 of its requests together fit", "under one request", "&ge; 3.0", "capacity ≥ 3.0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := capacity.Estimate{Target: "gpu-1", UseCase: "chatbot", Scenario: "ctx-32k", Capacity: math.NaN(), Bound: "lower", Lower: tc.lower, Upper: math.Inf(1),
@@ -110,6 +114,15 @@ func TestABoundUnderOneRequest(t *testing.T) {
 			reason = reason[:strings.Index(reason, "</p>")]
 			if !strings.Contains(reason, tc.want) || strings.Contains(reason, tc.not) {
 				t.Errorf("the row's sentence %q lacks %q or has %q", reason, tc.want, tc.not)
+			}
+			if cell := `<td class="capacity">` + tc.cell + `</td>`; !strings.Contains(page, cell) {
+				t.Errorf("the page has no %s", cell)
+			}
+			if !strings.Contains(page, "<svg") {
+				t.Fatal("no chart drawn")
+			}
+			if got := strings.Contains(page, "capacity ≥"); got != (tc.marker != "") || !strings.Contains(page, tc.marker) {
+				t.Errorf("the chart's capacity label: want %q (none if empty), the page has one: %v", tc.marker, got)
 			}
 		})
 	}

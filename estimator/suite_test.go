@@ -138,6 +138,7 @@ func TestGeneralizationSuite(t *testing.T) {
 					if n := len(w.summaries); n > 0 {
 						t.Logf("last summary: %s", w.summaries[n-1])
 					}
+					t.Logf("bursts: %s", w.burstList())
 					for _, v := range rn.verdicts {
 						lone, after, burst := probeMix(v.est.Points)
 						t.Logf("%s: truth %.1f, capacity %.1f [%.1f, %.1f] %s aim=%.2f reach=%.1f; %s (probes: %d lone, %d right after a burst, %d in bursts)",

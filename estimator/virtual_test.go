@@ -8,6 +8,7 @@ import (
 	"math"
 	"net/http"
 	"sort"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -36,6 +37,7 @@ type watched struct {
 	occupancy float64                      // probe busy time over the run, as headroom_probe_busy_seconds_total counts it
 	bursts    []time.Time                  // when each calibration burst was logged
 	sizes     []int                        // and its probes
+	scenarios []string                     // and its scenario
 	summaries []string                     // the monitor's summary lines
 	start     time.Time                    // when probing started
 	done      bool                         // the run completed (-run may pick some runs alone)
@@ -121,7 +123,7 @@ func watchHandler(t *testing.T, serve func(ctx context.Context, wg *sync.WaitGro
 		}
 		mon.Stop()
 		w.occupancy = probes.Busy("sim").Seconds() / paid.Sub(start).Seconds()
-		w.bursts, w.sizes, w.summaries = logs.times, logs.sizes, logs.summaries
+		w.bursts, w.sizes, w.scenarios, w.summaries = logs.times, logs.sizes, logs.scenarios, logs.summaries
 		w.start = start
 		cancel()
 		stop()
@@ -131,12 +133,35 @@ func watchHandler(t *testing.T, serve func(ctx context.Context, wg *sync.WaitGro
 	return w
 }
 
-// burstCounter keeps when the monitor logged each calibration burst, and
-// how large it was, and its summary lines.
+// own is how many calibration bursts went to the chosen use case's
+// scenario: a use case with none rests on lone probes, the engine's
+// readings and the other use cases' priors.
+func (w watched) own() int {
+	n := 0
+	for _, s := range w.scenarios {
+		if s == w.est.Scenario {
+			n++
+		}
+	}
+	return n
+}
+
+// burstList lists the calibration bursts as scenario×probes@minute.
+func (w watched) burstList() string {
+	var b strings.Builder
+	for i, at := range w.bursts {
+		fmt.Fprintf(&b, " %s×%d@%.0f", w.scenarios[i], w.sizes[i], at.Sub(w.start).Minutes())
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// burstCounter keeps when the monitor logged each calibration burst, how
+// large it was and for which scenario, and its summary lines.
 type burstCounter struct {
 	mu        sync.Mutex
 	times     []time.Time
 	sizes     []int
+	scenarios []string
 	summaries []string
 }
 
@@ -144,11 +169,14 @@ func (b *burstCounter) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if bytes.Contains(p, []byte(`msg="calibration burst"`)) {
-		n := 0
+		n, scenario := 0, ""
 		if i := bytes.Index(p, []byte(" probes=")); i >= 0 {
 			fmt.Sscanf(string(p[i+len(" probes="):]), "%d", &n)
 		}
-		b.times, b.sizes = append(b.times, time.Now()), append(b.sizes, n)
+		if i := bytes.Index(p, []byte(" scenario=")); i >= 0 {
+			fmt.Sscanf(string(p[i+len(" scenario="):]), "%s", &scenario)
+		}
+		b.times, b.sizes, b.scenarios = append(b.times, time.Now()), append(b.sizes, n), append(b.scenarios, scenario)
 	}
 	if bytes.Contains(p, []byte(`msg="target summary"`)) {
 		b.summaries = append(b.summaries, string(bytes.TrimSpace(p)))
@@ -240,7 +268,7 @@ func TestShippedDefaultsInVirtualTime(t *testing.T) {
 						t.Errorf("probes occupied %.2f%% of the time, budget 2%%", 100*w.occupancy)
 					}
 					rw.runs[seed] = w
-					t.Logf("capacity %.2f, report %.0f, within %v, first estimate %v, bursts %d", w.est.Capacity, u.Capacity, sim.CapacityWithin(w.est.Capacity, u.Capacity, u.Capped, false), w.first, len(w.bursts))
+					t.Logf("capacity %.2f, report %.0f, within %v, first estimate %v, bursts %d (%d of its own)", w.est.Capacity, u.Capacity, sim.CapacityWithin(w.est.Capacity, u.Capacity, u.Capped, false), w.first, len(w.bursts), w.own())
 				})
 			}
 		}
@@ -259,11 +287,11 @@ func TestShippedDefaultsInVirtualTime(t *testing.T) {
 		}
 		var b bytes.Buffer
 		tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-		fmt.Fprintf(tw, "report\tuse case\treport capacity\twithin 15%%/1, of %d\tlowest\tmedian\thighest\tno estimate at 60 min\tfirst estimate, median\tslowest\tbursts, median\tprobe occupancy, highest\n", n)
+		fmt.Fprintf(tw, "report\tuse case\treport capacity\twithin 15%%/1, of %d\tlowest\tmedian\thighest\tno estimate at 60 min\tfirst estimate, median\tslowest\tbursts, median\tno burst of its own\tprobe occupancy, highest\n", n)
 		total, none := 0, 0
 		for _, rw := range rows {
 			var caps, firsts, bursts []float64
-			ok, occ := 0, 0.0
+			ok, occ, alone := 0, 0.0, 0
 			for _, w := range rw.runs {
 				if !math.IsNaN(w.est.Capacity) {
 					caps = append(caps, w.est.Capacity)
@@ -272,6 +300,9 @@ func TestShippedDefaultsInVirtualTime(t *testing.T) {
 					firsts = append(firsts, w.first.Minutes())
 				}
 				bursts = append(bursts, float64(len(w.bursts)))
+				if w.own() == 0 {
+					alone++
+				}
 				occ = math.Max(occ, w.occupancy)
 				if sim.CapacityWithin(w.est.Capacity, rw.u.Capacity, rw.u.Capped, false) {
 					ok++
@@ -279,12 +310,12 @@ func TestShippedDefaultsInVirtualTime(t *testing.T) {
 			}
 			total += ok
 			none += len(rw.runs) - len(caps)
-			fmt.Fprintf(tw, "%s\t%s\t%.0f\t%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%.2f%%\n", rw.report, rw.u.Name, rw.u.Capacity, ok,
+			fmt.Fprintf(tw, "%s\t%s\t%.0f\t%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%d\t%.2f%%\n", rw.report, rw.u.Name, rw.u.Capacity, ok,
 				quantile(caps, 0, "%.1f"), quantile(caps, 0.5, "%.1f"), quantile(caps, 1, "%.1f"), len(rw.runs)-len(caps),
-				quantile(firsts, 0.5, "%.0f min"), quantile(firsts, 1, "%.0f min"), quantile(bursts, 0.5, "%.0f"), 100*occ)
+				quantile(firsts, 0.5, "%.0f min"), quantile(firsts, 1, "%.0f min"), quantile(bursts, 0.5, "%.0f"), alone, 100*occ)
 		}
 		runs := len(rows) * int(n)
-		fmt.Fprintf(tw, "all\t\t\t%d of %d\t\t\t\t%d\t\t\t\t\n", total, runs, none)
+		fmt.Fprintf(tw, "all\t\t\t%d of %d\t\t\t\t%d\t\t\t\t\t\n", total, runs, none)
 		tw.Flush()
 		t.Log("\n" + b.String())
 		if least := atLeast(tableWithinRate, runs); total < least {

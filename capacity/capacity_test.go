@@ -770,6 +770,71 @@ func TestPoolLendsTheBend(t *testing.T) {
 	}
 }
 
+// δp is lent by the use case with the shortest prompt no shorter than this
+// one's that measured it (its steps carry chunks): a chunk is the engine's,
+// and a prompt at least as long fills one at least as full.
+func TestPoolLendsTheStep(t *testing.T) {
+	chunked := func(prompt, dp, se float64) Slopes {
+		return Slopes{Prompt: prompt, InSteps: true, Step: Measured{Value: dp, SE: se}}
+	}
+	for _, c := range []struct {
+		name   string
+		others []Slopes
+		want   float64 // 0: none lent
+	}{
+		{"the nearest longer prompt's", []Slopes{chunked(32768, 0.019, 0.001), chunked(8192, 0.020, 0.001)}, 0.020},
+		{"one as long", []Slopes{chunked(1024, 0.018, 0.001)}, 0.018},
+		{"not a shorter prompt's", []Slopes{chunked(512, 0.01, 0.001)}, 0},
+		{"not one whose steps carry no chunk", []Slopes{{Prompt: 8192, Step: Measured{Value: 0.02, SE: 0.001}}}, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			st := Pool(c.others, Slopes{Prompt: 1024, Held: 1024}).Step
+			if st.Value != c.want || c.want > 0 && !(st.SE >= priorSpread*c.want) {
+				t.Errorf("lent %+v, want %g with an SE of at least half of it", st, c.want)
+			}
+		})
+	}
+}
+
+// A use case none of whose probes decoded beside waiting prompts (lone
+// probes, or bursts beside production, which read their typical step: s
+// is zero throughout) cannot measure δp, and fits none; a lent one takes
+// its place. Where its own probes did meet waiting prompts, their say
+// stands: with no stall they keep δp near zero. The suite's chunked-prefill
+// law under load (seeds 2 and 3): its 1K use case fitted δp 0 and read
+// 11.9 and 21.8 against 9.8 and 15.3; with the 8K use case's δp lent, 9.8
+// and 15.1.
+func TestALentStepWhereNoProbeMetAWaitingPrompt(t *testing.T) {
+	plain := func(b, a float64) float64 { return 0.01 + 0.0005*(b-1) }
+	// A prompt of four chunks: 0.2 s alone, a step with a chunk 0.05 s.
+	chunked := server{ttft: func(q, w, d float64) float64 { return 0.2 * q }, itl: plain, stall: 0.05}
+	lone := observations(window(chunked, loads(20, 1, 3), nil, 0.03, 4), 0)
+	lent := Prior{Step: Measured{Value: 0.05, SE: 0.025}}
+	if f := itlPart(lone, Prior{}, 0.2); f.fit.used[prefilling] {
+		t.Errorf("lone probes alone fitted δp %.4f", f.fit.beta[prefilling])
+	}
+	// A lent step longer than this prompt's whole prefill says its chunk
+	// holds the whole prompt, not how long that step is: none is lent, nor
+	// where no prefill is known.
+	for _, prefill := range []float64{0.04, 0} {
+		if f := itlPart(lone, lent, prefill); f.fit.used[prefilling] {
+			t.Errorf("δp %.4f lent past a prefill of %g s", f.fit.beta[prefilling], prefill)
+		}
+	}
+	f := itlPart(lone, lent, 0.2)
+	if got := f.fit.beta[prefilling]; math.Abs(got-0.05) > 0.1*0.05 {
+		t.Errorf("δp %.4f with 0.05 lent, want it (fit %v)", got, f.fit.beta)
+	}
+	if got := f.fit.beta[0]; math.Abs(got-0.01) > 0.1*0.01 {
+		t.Errorf("δ0 %.4f with δp lent, want 0.01 as without (fit %v)", got, f.fit.beta)
+	}
+	still := server{ttft: chunked.ttft, itl: plain}
+	bursts := observations(window(still, loads(20, 1, 3), []int{4, 8, 16}, 0.03, 4), 0)
+	if got := itlPart(bursts, lent, 0.2).fit.beta[prefilling]; got > 0.002 {
+		t.Errorf("δp %.4f where the bursts met waiting prompts and no stall, want about 0", got)
+	}
+}
+
 // A decode step reads every sequence's KV cache: the ITL slope another use
 // case's bursts measured at one context, and a third's at another, say it
 // at this one's, on a line in the KV tokens a sequence holds, never

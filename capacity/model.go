@@ -658,11 +658,24 @@ func itlPart(os []obs, pr Prior, prefill float64) part {
 	// production's KV and its count move together (a steady mix), the data
 	// alone cannot split a step's growth between them, and the twin, with
 	// no production, needs the split.
-	var perKV []priorRow
+	// priors are the rows every refit keeps: this, and a lent δp below.
+	var priors []priorRow
 	if r := pr.ITL; r.PerKVSE > 0 && spread(x, itlKV) {
-		perKV = []priorRow{{col: itlKV, value: r.PerKV, sd: r.PerKVSE}}
+		priors = []priorRow{{col: itlKV, value: r.PerKV, sd: r.PerKVSE}}
 	}
-	p.fitTo(x, y, groups, pr.ITL, pr, fitITL(most), slices.Concat(lent, perKV)...)
+	p.fitTo(x, y, groups, pr.ITL, pr, fitITL(most), slices.Concat(lent, priors)...)
+	if st := pr.Step; p.ok && !p.fit.varies[prefilling] && st.Value > 0 && st.Value < prefill {
+		// No probe of its own decoded beside waiting prompts (lone probes,
+		// or bursts beside production, whose prompts s does not count): its
+		// data cannot say δp, and a use case whose prompt fills a chunk no
+		// less lends it (Prior.Step). Only a step shorter than this one's
+		// whole prefill alone: a chunk its prompt fills. A longer one says
+		// the chunk holds its whole prompt, and what that step takes beside
+		// its overhead no probe measured; with no prefill known (a TTFT law
+		// not fitted, or its intercept at or below zero), nothing says.
+		priors = append(priors, priorRow{col: prefilling, value: math.Min(st.Value, most), sd: st.SE})
+		p.fitTo(x, y, groups, pr.ITL, pr, fitITL(most), slices.Concat(lent, priors)...)
+	}
 	// Where the steps carry prefill (δp fitted), the data cannot tell a
 	// bend from the chunks: along a burst, the batch a probe decodes in
 	// and the share of its decode spent in chunk steps move together, and
@@ -687,7 +700,7 @@ func itlPart(os []obs, pr Prior, prefill float64) part {
 		for _, r := range x {
 			r[curved] = 0
 		}
-		p.fitTo(x, y, groups, pr.ITL, pr, fitITL(most), perKV...)
+		p.fitTo(x, y, groups, pr.ITL, pr, fitITL(most), priors...)
 	} else if p.ok && p.fit.varies[curved] && !p.fit.used[curved] {
 		// The bend was held at zero, its fit below it; its upper 95%
 		// limit may still be above zero: not excluding a bend is not
@@ -862,8 +875,12 @@ func (p part) slope() bool { return p.ok && p.fit.varies[1] }
 type Prior struct {
 	TTFT, ITL Ratio
 	Bend      Bend
-	Scale     float64
-	Reach     float64
+	// Step is what a decode step that carries a chunk of prefill adds
+	// (δp), as the nearest use case whose prompt is no shorter measured
+	// it (Slopes.Step); zero where none did.
+	Step  Measured
+	Scale float64
+	Reach float64
 }
 
 // Bend is a decode step's bend, δ2 of the ITL law, as one use case's own
@@ -940,9 +957,15 @@ type Slopes struct {
 	// prefix's (UseCase.Warm).
 	TTFTAlone, ITLAlone Alone
 	// InSteps says its own data show decode steps that carry a chunk of
-	// prefill (chunks), δp − δ0 above zero beyond its 95% band.
+	// prefill (chunks), δp − δ0 above zero beyond its 95% band; Step is
+	// then its δp and standard error.
 	InSteps bool
+	Step    Measured
 }
+
+// Measured is a coefficient as one use case's own data fitted it, and its
+// standard error.
+type Measured struct{ Value, SE float64 }
 
 // Slope is one law's intercept and slope (SE 0: no slope known).
 type Slope struct{ Intercept, Value, SE float64 }
@@ -962,6 +985,9 @@ func Ratios(u UseCase, points []Point) Slopes {
 		// decodes can lengthen the steps with prompts waiting by chance.
 		v := g.cov[prefilling][prefilling] + g.cov[0][0] - 2*g.cov[0][prefilling]
 		out.InSteps = g.beta[prefilling]-g.beta[0] > g.quantile()*math.Sqrt(v)
+		if out.InSteps {
+			out.Step = Measured{Value: g.beta[prefilling], SE: math.Sqrt(math.Max(g.cov[prefilling][prefilling], 0))}
+		}
 	}
 	if f := itl.fit; itl.ok && f.used[curved] && f.cov[curved][curved] > 0 && !math.IsInf(f.cov[curved][curved], 0) {
 		out.Bend = Bend{Value: f.beta[curved], SE: math.Sqrt(f.cov[curved][curved]), Batches: itl.batches}
@@ -1026,6 +1052,7 @@ func Pool(others []Slopes, self Slopes) Prior {
 	}
 	out.TTFT.Ceiling = ceiling(others, func(o Slopes) (float64, Alone) { return o.Prompt, o.TTFTAlone }, self.Prompt)
 	out.ITL.Ceiling = ceiling(others, func(o Slopes) (float64, Alone) { return o.Held, o.ITLAlone }, held)
+	out.Step = lentStep(others, self.Prompt)
 	var bends, bendSEs []float64
 	batches := 0.0
 	for _, o := range others {
@@ -1048,6 +1075,23 @@ func Pool(others []Slopes, self Slopes) Prior {
 	}
 	if len(scales) > 0 {
 		out.Scale = Statistic(scales, "p50")
+	}
+	return out
+}
+
+// lentStep is δp as the use case with the shortest prompt no shorter than
+// prompt measured it (Slopes.Step), its standard error widened by
+// priorSpread: a step that carries a chunk of prefill takes as long as
+// the chunk, the engine's, whatever prompt it comes from, once the prompt
+// fills a chunk; a shorter one fills less of it. Zero where none did.
+func lentStep(others []Slopes, prompt float64) Measured {
+	var out Measured
+	nearest := math.Inf(1)
+	for _, o := range others {
+		if o.InSteps && o.Step.Value > 0 && o.Prompt >= prompt && o.Prompt < nearest {
+			nearest = o.Prompt
+			out = Measured{Value: o.Step.Value, SE: math.Hypot(priorSpread*o.Step.Value, o.Step.SE)}
+		}
 	}
 	return out
 }

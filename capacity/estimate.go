@@ -76,10 +76,13 @@ type Estimate struct {
 	Lower    float64 `json:"capacity_lower"`
 	Upper    float64 `json:"capacity_upper"`
 	Bound    string  `json:"bound,omitempty"`
-	// Aim is where the fitted laws cross a threshold, placed or not (+Inf:
-	// never), and Reach the most requests together their data hold: a
-	// bound's "at least" and where calibration goes next. NaN or 0 before
-	// the laws have slopes.
+	// Aim is where the fitted laws cross a threshold, placed or not, as
+	// far as it is searched: one past Reach (the constant) times Reach
+	// (the field), so a crossing further off reads as that, meaning at
+	// least it (the search to the bounds' horizon moved calibration and
+	// was not kept: docs/capacity.md). Reach is the most requests together
+	// their data hold: a bound's "at least" and where calibration goes
+	// next. NaN or 0 before the laws have slopes.
 	Aim   float64 `json:"aim"`
 	Reach float64 `json:"reach"`
 	// Load is the requests in flight now (of every shape), NaN if unknown.

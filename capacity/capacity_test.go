@@ -783,6 +783,7 @@ func TestPoolLendsTheStep(t *testing.T) {
 		want   float64 // 0: none lent
 	}{
 		{"the nearest longer prompt's", []Slopes{chunked(32768, 0.019, 0.001), chunked(8192, 0.020, 0.001)}, 0.020},
+		{"the nearest, listed first", []Slopes{chunked(8192, 0.020, 0.001), chunked(32768, 0.019, 0.001)}, 0.020},
 		{"one as long", []Slopes{chunked(1024, 0.018, 0.001)}, 0.018},
 		{"not a shorter prompt's", []Slopes{chunked(512, 0.01, 0.001)}, 0},
 		{"not one whose steps carry no chunk", []Slopes{{Prompt: 8192, Step: Measured{Value: 0.02, SE: 0.001}}}, 0},
@@ -828,9 +829,12 @@ func TestALentStepWhereNoProbeMetAWaitingPrompt(t *testing.T) {
 	if got := f.fit.beta[0]; math.Abs(got-0.01) > 0.1*0.01 {
 		t.Errorf("δ0 %.4f with δp lent, want 0.01 as without (fit %v)", got, f.fit.beta)
 	}
+	// Its own bursts met waiting prompts with no stall: a lent step, however
+	// sure of itself, is not taken over them.
 	still := server{ttft: chunked.ttft, itl: plain}
 	bursts := observations(window(still, loads(20, 1, 3), []int{4, 8, 16}, 0.03, 4), 0)
-	if got := itlPart(bursts, lent, 0.2).fit.beta[prefilling]; got > 0.002 {
+	sure := Prior{Step: Measured{Value: 0.05, SE: 0.0001}}
+	if got := itlPart(bursts, sure, 0.2).fit.beta[prefilling]; got > 0.002 {
 		t.Errorf("δp %.4f where the bursts met waiting prompts and no stall, want about 0", got)
 	}
 }

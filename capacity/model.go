@@ -689,7 +689,8 @@ func itlPart(os []obs, pr Prior, prefill float64) part {
 	// a use case whose batches reached further lends it.
 	noise := func() bool { return p.fit.beta[curved] < p.fit.quantile()*math.Sqrt(p.fit.cov[curved][curved]) }
 	chunked := func() bool {
-		return p.fit.used[prefilling] && p.fit.beta[prefilling] > 0 && !plainBend(x, y, groups, pr.scale())
+		// A lent δp on a flat s column (above) confounds no bend.
+		return p.fit.used[prefilling] && spread(x, prefilling) && p.fit.beta[prefilling] > 0 && !plainBend(x, y, groups, pr.scale())
 	}
 	if p.ok && len(lent) == 0 && p.fit.used[curved] && (noise() || chunked()) {
 		// So is a bend the data cannot tell from noise: with it, a line's
@@ -985,8 +986,10 @@ func Ratios(u UseCase, points []Point) Slopes {
 		// decodes can lengthen the steps with prompts waiting by chance.
 		v := g.cov[prefilling][prefilling] + g.cov[0][0] - 2*g.cov[0][prefilling]
 		out.InSteps = g.beta[prefilling]-g.beta[0] > g.quantile()*math.Sqrt(v)
-		if out.InSteps {
-			out.Step = Measured{Value: g.beta[prefilling], SE: math.Sqrt(math.Max(g.cov[prefilling][prefilling], 0))}
+		if v := g.cov[prefilling][prefilling]; out.InSteps && v > 0 && !math.IsInf(v, 0) {
+			// Measured, not held at a bound (fitITL's: held, it has no
+			// variance), which is a limit and no step to lend.
+			out.Step = Measured{Value: g.beta[prefilling], SE: math.Sqrt(v)}
 		}
 	}
 	if f := itl.fit; itl.ok && f.used[curved] && f.cov[curved][curved] > 0 && !math.IsInf(f.cov[curved][curved], 0) {

@@ -663,8 +663,7 @@ func itlPart(os []obs, pr Prior, prefill float64) part {
 	if r := pr.ITL; r.PerKVSE > 0 && spread(x, itlKV) {
 		priors = []priorRow{{col: itlKV, value: r.PerKV, sd: r.PerKVSE}}
 	}
-	p.fitTo(x, y, groups, pr.ITL, pr, fitITL(most), slices.Concat(lent, priors)...)
-	if st := pr.Step; p.ok && !p.fit.varies[prefilling] && st.Value > 0 && st.Value < prefill {
+	if st := pr.Step; !spread(x, prefilling) && st.Value > 0 && st.Value < prefill {
 		// No probe of its own decoded beside waiting prompts (lone probes,
 		// or bursts beside production, whose prompts s does not count): its
 		// data cannot say δp, and a use case whose prompt fills a chunk no
@@ -674,8 +673,8 @@ func itlPart(os []obs, pr Prior, prefill float64) part {
 		// its overhead no probe measured; with no prefill known (a TTFT law
 		// not fitted, or its intercept at or below zero), nothing says.
 		priors = append(priors, priorRow{col: prefilling, value: math.Min(st.Value, most), sd: st.SE})
-		p.fitTo(x, y, groups, pr.ITL, pr, fitITL(most), slices.Concat(lent, priors)...)
 	}
+	p.fitTo(x, y, groups, pr.ITL, pr, fitITL(most), slices.Concat(lent, priors)...)
 	// Where the steps carry prefill (δp fitted), the data cannot tell a
 	// bend from the chunks: along a burst, the batch a probe decodes in
 	// and the share of its decode spent in chunk steps move together, and
@@ -986,10 +985,10 @@ func Ratios(u UseCase, points []Point) Slopes {
 		// decodes can lengthen the steps with prompts waiting by chance.
 		v := g.cov[prefilling][prefilling] + g.cov[0][0] - 2*g.cov[0][prefilling]
 		out.InSteps = g.beta[prefilling]-g.beta[0] > g.quantile()*math.Sqrt(v)
-		if v := g.cov[prefilling][prefilling]; out.InSteps && v > 0 && !math.IsInf(v, 0) {
+		if vp := g.cov[prefilling][prefilling]; out.InSteps && vp > 0 && !math.IsInf(vp, 0) {
 			// Measured, not held at a bound (fitITL's: held, it has no
 			// variance), which is a limit and no step to lend.
-			out.Step = Measured{Value: g.beta[prefilling], SE: math.Sqrt(v)}
+			out.Step = Measured{Value: g.beta[prefilling], SE: math.Sqrt(vp)}
 		}
 	}
 	if f := itl.fit; itl.ok && f.used[curved] && f.cov[curved][curved] > 0 && !math.IsInf(f.cov[curved][curved], 0) {

@@ -176,10 +176,10 @@ func plot(s capacity.SLO, e capacity.Estimate) chart {
 		c.Load = c.vertical(x(e.Load), "load "+short(e.Load), 0)
 	}
 	switch {
-	case e.Bound == "lower" && e.Lower < 1:
-		// A bound under one request places nothing: no marker at zero.
-	case e.Bound == "lower" && finite(e.Lower):
+	case boundsOne(e) && finite(e.Lower):
 		c.Capacity = c.vertical(x(e.Lower), fmt.Sprintf("capacity ≥ %.1f", e.Lower), 1)
+	case e.Bound != "":
+		// A bound under one request places nothing: no marker at zero.
 	case finite(e.Capacity):
 		c.Capacity = c.vertical(x(e.Capacity), fmt.Sprintf("capacity %.1f", e.Capacity), 1)
 		if finite(e.Lower) {

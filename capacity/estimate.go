@@ -46,7 +46,12 @@ func (u UseCase) held() float64 { return float64(u.InputTokens) + float64(u.Outp
 type SLO struct {
 	Name      string  `json:"slo"` // ttft_seconds, e2e_seconds, itl_seconds, decode_tokens_per_second
 	Threshold float64 `json:"threshold"`
-	// Value is the window's statistic, Margin its relative distance to the threshold.
+	// Value is the window's statistic over its lone probes. Margin is
+	// the relative distance to the threshold of what one more request of
+	// the use case's shape would meet at the load now, by the fitted
+	// model, once it has an estimate (Estimate.Margin), and of Value
+	// before: the two then differ wherever production's load now is not
+	// the load the window's probes met.
 	Value  float64 `json:"value"`
 	Margin float64 `json:"margin"`
 	// Capacity is the number of requests of the use case's shape sent

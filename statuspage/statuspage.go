@@ -137,7 +137,10 @@ func reason(e capacity.Estimate, state string, now time.Time) string {
 		if e.Load > e.Capacity {
 			return out + fmt.Sprintf(" It recovers once the load falls under the capacity (%.1f), or with more replicas.", e.Capacity)
 		}
-		return out + " It recovers as the load falls, or with more replicas."
+		// Under the capacity and breached all the same: production's
+		// requests cost more than as many of this shape (longer prompts,
+		// more KV tokens read at every step).
+		return out + fmt.Sprintf(" The load counts requests of every shape production sends; the capacity, %.1f, requests of this one alone, and production's weigh more here than as many of its. It recovers as the load falls, or with more replicas.", e.Capacity)
 	case "low":
 		return fmt.Sprintf("Low: %.1f of %.1f requests free (%.0f%%), under the 20%% at which HeadroomLow warns; less load or more replicas raise it.",
 			math.Max(0, e.Free), e.Capacity, 100*math.Max(0, e.Ratio))

@@ -57,7 +57,10 @@ func TestRender(t *testing.T) {
 		`<td class="capacity">&ge; 12.0</td>`, `<td class="bounds">8.0 &ndash; 12.0</td>`, `<td class="bounds">12.0 &ndash; &infin;</td>`,
 		// A sentence per non-ok row: why, and what would change it.
 		"Low: 1.0 of 10.0 requests free (10%), under the 20% at which HeadroomLow warns",
-		"Breached: one more request at the load now (2) would get time to first token 3.6 s, above the maximum of 3 s. It recovers as the load falls, or with more replicas.",
+		// Breached under its capacity: production's requests weigh more
+		// than as many of the use case's shape, and the sentence says so.
+		"Breached: one more request at the load now (2) would get time to first token 3.6 s, above the maximum of 3 s. The load counts requests of every shape production sends; the capacity, 10.0, requests of this one alone, and production&#39;s weigh more here than as many of its. It recovers as the load falls, or with more replicas.",
+		"load (every shape)", "3 (2 needed)",
 		"Only a lower bound: the capacity is at least 12.0 (decode threshold not reached; requests together up to 4); a calibration burst nearer the threshold places it. The next probe of ctx-8k is in 1m30s (12:01:30 UTC)",
 		"No estimate yet: TTFT: no requests sent together at two levels yet. The next probe of ctx-8k is in 1m30s",
 		// Axes with ticks and units, the load and the capacity marked, the outlier clipped and said.

@@ -184,6 +184,8 @@ func (tw twin) closed(n int, sc *scratch) cell {
 	kvBound := tw.kv > 0 && need+tw.kvBusy <= tw.kv
 	w := math.Min(math.Max(tw.waiting, 0), 1)
 	p := math.Max(tw.itl[prefilling], 0)
+	kT := kvBeyond(tw.beyond, tw.running, tw.held, tw.ttft[decoding], tw.ttft[ttftKV])
+	kI := kvBeyond(tw.beyond, tw.running, tw.held, tw.itl[1], tw.itl[itlKV])
 	// What the TTFT law says of prefill shared between waiting prompts,
 	// read once: the share of a prompt's prefill that those beside it
 	// share (τw/τq), and how much longer one waits for a prompt that comes
@@ -235,7 +237,7 @@ func (tw twin) closed(n int, sc *scratch) cell {
 		// request's own: δa per request in flight it arrived into beyond
 		// the batch.
 		b := math.Max(batch, tw.least)
-		row := itlRow(b, b, 0, tw.bend(b-1), tw.beyond)
+		row := itlRow(b, b, 0, tw.bend(b-1), kI)
 		step, arrivals := decodeStep(tw.itl, row[:]), tw.itl[2]
 		for i, o := range active {
 			if o.first > now {
@@ -346,7 +348,7 @@ func (tw twin) closed(n int, sc *scratch) cell {
 					behind++
 				}
 			}
-			ttft := tw.ttft[0] + before + q1*tw.waiting + tw.ttft[queued]*behind + tw.ttft[decoding]*(running+tw.running) + tw.ttft[ttftKV]*tw.beyond
+			ttft := tw.ttft[0] + before + q1*tw.waiting + tw.ttft[queued]*behind + tw.ttft[decoding]*(running+tw.running) + tw.ttft[ttftKV]*kT
 			r.first = now + math.Max(ttft, 0)
 			// It waits beside the prompts that came before it and still
 			// wait, each of which counted its slot's request then as
@@ -380,6 +382,25 @@ func (tw twin) closed(n int, sc *scratch) cell {
 	}
 	c.ttft, c.itl, c.e2e, c.decode = c.ttft/count, c.itl/count, c.e2e/count, c.decode/count
 	return c
+}
+
+// kvBeyond is the k a law charges production's running requests by: the
+// KV tokens, in thousands, they hold beyond as many of the shape's
+// (beyond), but no less than makes each cost at least its own tokens at
+// the law's slope per token (perK: τk, δk). The law charges a sequence of
+// the shape's perSeq (τd, δb): a part every sequence pays, whatever its
+// length, and its held tokens at perK. A fit can put that part below zero
+// (τd held at zero beside a τk above it), and then each of production's
+// short requests would make a prompt or a step quicker than none at all;
+// physics has it cost at least nothing more than its tokens.
+func kvBeyond(beyond, running, held, perSeq, perK float64) float64 {
+	if !(perK > 0) || !(running > 0) {
+		return beyond
+	}
+	if part := perSeq - perK*held/1000; part < 0 {
+		return beyond - part*running/perK
+	}
+	return beyond
 }
 
 // unbounded is the cell of a law with a coefficient that is not finite: a

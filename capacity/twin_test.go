@@ -235,3 +235,40 @@ func TestAPromptStallsTheDecodesOnceItReachesTheEngine(t *testing.T) {
 		}
 	}
 }
+
+// Production's short requests never make a request quicker than none at
+// all. The demo's chatbot (8K prompts) fitted τd at zero beside a τk of
+// 0.31 ms per thousand KV tokens, and δb 0.66 ms beside a δk that, taken
+// at face value below its held tokens, leaves a short sequence little;
+// nine of production's 1.5K-token requests then count 62 thousand tokens
+// below nine of the shape's, and the linear laws read a quicker prompt
+// and step with them than without. Each law's charge per sequence is a
+// part every sequence pays and its tokens at the slope; the first is held
+// at zero or above (kvBeyond).
+func TestShortProductionNeverSpeedsARequest(t *testing.T) {
+	held, running := 8192+256.0, 9.0
+	short := running*1.5 - running*held/1000 // thousands beyond, below zero
+	for _, tc := range []struct {
+		name      string
+		ttft, itl []float64
+	}{
+		{"TTFT: τd held at zero beside τk", []float64{1.28, 1.19, 0, 0, 0.0003}, []float64{0.0076, 0.0007, 0, 0, 0, 0.00001}},
+		{"ITL: δb under δk times the shape's tokens", []float64{1.28, 1.19, 0, 0.01, 0}, []float64{0.0076, 0.0001, 0, 0, 0, 0.00005}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			idle := twin{output: 512, input: 8192, held: held}.with(tc.ttft, tc.itl)
+			busy := idle
+			busy.running, busy.beyond = running, short
+			var sc scratch
+			alone, beside := idle.closed(1, &sc), busy.closed(1, &sc)
+			if beside.ttft < alone.ttft || beside.itl < alone.itl {
+				t.Errorf("beside nine short requests: TTFT %.4f s, ITL %.5f s; alone: %.4f s, %.5f s", beside.ttft, beside.itl, alone.ttft, alone.itl)
+			}
+			// The clamp charges what the tokens cost, no more: with the
+			// part every sequence pays above zero, it changes nothing.
+			if got := kvBeyond(short, running, held, 0.001, 0.00001); got != short {
+				t.Errorf("kvBeyond moved k to %.2f where no part is below zero", got)
+			}
+		})
+	}
+}

@@ -238,13 +238,13 @@ func TestAPromptStallsTheDecodesOnceItReachesTheEngine(t *testing.T) {
 
 // Production's short requests never make a request quicker than none at
 // all. The demo's chatbot (8K prompts) fitted τd at zero beside a τk of
-// 0.31 ms per thousand KV tokens, and δb 0.66 ms beside a δk that, taken
-// at face value below its held tokens, leaves a short sequence little;
-// nine of production's 1.5K-token requests then count 62 thousand tokens
-// below nine of the shape's, and the linear laws read a quicker prompt
-// and step with them than without. Each law's charge per sequence is a
-// part every sequence pays and its tokens at the slope; the first is held
-// at zero or above (kvBeyond).
+// 0.31 ms per thousand KV tokens: nine of production's 1.5K-token
+// requests then count 62 thousand tokens below nine of the shape's, and
+// the TTFT law read a quicker prompt with them than without. The ITL law
+// does the same wherever δb is under δk times the shape's held tokens (the
+// second case, constructed). Each law's charge per sequence is a part
+// every sequence pays and its tokens at the slope; the first is held at
+// zero or above (kvBeyond).
 func TestShortProductionNeverSpeedsARequest(t *testing.T) {
 	held, running := 8192+256.0, 9.0
 	short := running*1.5 - running*held/1000 // thousands beyond, below zero

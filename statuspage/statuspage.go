@@ -122,10 +122,16 @@ func reason(e capacity.Estimate, state string, now time.Time) string {
 		if s.Name == "decode_tokens_per_second" {
 			cmp, v = "below the minimum", s.Threshold*(1+s.Margin)
 		}
-		if math.IsNaN(e.Capacity) {
-			// No placed laws: the margin is what the window's probes met at
-			// the loads production made, not a reading for one more request.
-			out := fmt.Sprintf("Breached: the window's probes met %s %s, %s of %s; the load now is %s.", sloTitle(s.Name), withUnit(v, s.Name), cmp, withUnit(s.Threshold, s.Name), short(e.Load))
+		if math.IsNaN(e.Capacity) || math.IsNaN(e.Load) {
+			// No placed laws, or no load to read them at (the engine's
+			// metrics cannot be read): the margin is what the window's
+			// probes met at the loads production made, not a reading for
+			// one more request (capacity.fitted.reads).
+			load := short(e.Load)
+			if math.IsNaN(e.Load) {
+				load = "unknown (its metrics cannot be read)"
+			}
+			out := fmt.Sprintf("Breached: the window's probes met %s %s, %s of %s; the load now is %s.", sloTitle(s.Name), withUnit(v, s.Name), cmp, withUnit(s.Threshold, s.Name), load)
 			if boundsOne(e) {
 				// The bound counts requests of this shape alone; the load,
 				// every shape production sends (a 96K prompt costs more).

@@ -193,4 +193,14 @@ func TestBreachReason(t *testing.T) {
 	if got := reason(b, state(b), t0); got != want {
 		t.Errorf("a bound's breach:\n got %s\nwant %s", got, want)
 	}
+	// A placed capacity whose load cannot be read keeps the window's
+	// margin (the model reads no load it does not have): the sentence
+	// says what the probes met, not what one more request would get at a
+	// load of "NaN".
+	u := capacity.Estimate{UseCase: "chatbot", Load: math.NaN(), Capacity: 10, Margin: -0.2,
+		SLOs: []capacity.SLO{{Name: "ttft_seconds", Threshold: 8, Value: 9.6, Margin: -0.2}}}
+	want = "Breached: the window's probes met time to first token 9.6 s, above the maximum of 8 s; the load now is unknown (its metrics cannot be read). It recovers as the load falls, or with more replicas."
+	if got := reason(u, state(u), t0); got != want {
+		t.Errorf("a breach at an unknown load:\n got %s\nwant %s", got, want)
+	}
 }

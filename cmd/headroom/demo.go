@@ -110,7 +110,8 @@ func (c *demoCmd) run() int {
 		for _, a := range addrs {
 			base := "http://" + strings.Replace(a.String(), "[::]", "localhost", 1)
 			fmt.Printf("headroom demo\n  status page:    %s/status\n  landing page:   %s/\n  metrics:        %s/metrics\n  capacity JSON:  %s/api/v1/status\n  simulator:      %s (profile %s)\n"+
-				"  pool demo:      %d simulated replicas; the pool rules of `headroom rules` size it in Prometheus\n"+
+				"  GPU power:      simulated, from the simulator's DCGM-style metrics (from its engine's utilization; no GPU is read)\n"+
+				"  pool demo:      %d simulated replica(s); the pool rules of `headroom rules` size it in Prometheus\n"+
 				"  chosen:         simulator at %gx real time, load %s; probe budget %g%%, each scenario due every %s\n"+
 				"                 (production: 2%%, every 5m). Capacity appears within about 3 minutes.\nPress Ctrl-C to stop.\n",
 				base, base, base, base, strings.Join(simURLs, " "), c.sim.profile, c.pool, c.sim.timeScale, c.sim.describe(), 100*demoBudget, demoInterval)

@@ -1622,6 +1622,10 @@ func TestDescribe(t *testing.T) {
 			{Law: "itl", Name: "step_seconds", Value: 0.00955, SE: 0.0013},
 			{Law: "itl", Name: "prefill_step_seconds", Value: 1.13, SE: 0},
 		}, "TTFT = 1.13 s (± 0.089); decode step = 9.55 ms (± 1.3) + 1.13 s (at its bound) while prompts wait for prefill"},
+		{"a base below zero said to be the line's", []Parameter{
+			{Law: "ttft", Name: "base_seconds", Value: -0.00136, SE: 0.052},
+			{Law: "ttft", Name: "per_prompt_ahead_seconds", Value: 0.0147, SE: 0.0017},
+		}, "TTFT = -1.36 ms (± 52) (below zero: the line's, over the loads measured) + 14.7 ms (± 1.7) per prompt ahead"},
 		{"a law with no data left out", []Parameter{
 			{Law: "ttft", Name: "base_seconds", Value: 0.362, SE: nan}, // fitted from too few probes to give an error
 			{Law: "itl", Name: "step_seconds", Value: 0, SE: nan},

@@ -113,8 +113,14 @@ func Describe(ps []Parameter) string {
 			continue
 		}
 		t := seconds(p.Value, p.SE)
-		if slope && p.SE == 0 {
+		switch {
+		case slope && p.SE == 0:
 			t = seconds(p.Value, math.NaN()) + " (at its bound)"
+		case !slope && p.Value < 0:
+			// A line fitted where the server was never idle can cross zero
+			// before one request: the base is where the line points, not a
+			// lone request's time, which the page would otherwise seem to say.
+			t += " (below zero: the line's, over the loads measured)"
 		}
 		if term != "" {
 			t += " " + term

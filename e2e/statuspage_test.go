@@ -182,8 +182,13 @@ type estimate struct {
 
 // shown is the capacity as the page writes it: a lower bound as "≥ x".
 func (e estimate) shown() string {
-	if e.Bound == "lower" && e.Lower != nil {
+	switch {
+	case e.Bound != "" && e.Lower != nil && *e.Lower >= 1:
 		return fmt.Sprintf("≥ %.1f", *e.Lower)
+	case e.Bound != "":
+		// A bound under one request places not one of the shape: the page
+		// says "not placed" (statuspage.boundsOne), not "≥ 0.0".
+		return "not placed"
 	}
 	if e.Capacity == nil || math.IsInf(*e.Capacity, 0) {
 		return "-"

@@ -1625,7 +1625,10 @@ func TestDescribe(t *testing.T) {
 		{"a base below zero said to be the line's", []Parameter{
 			{Law: "ttft", Name: "base_seconds", Value: -0.00136, SE: 0.052},
 			{Law: "ttft", Name: "per_prompt_ahead_seconds", Value: 0.0147, SE: 0.0017},
-		}, "TTFT = -1.36 ms (± 52) (below zero: the line's, over the loads measured) + 14.7 ms (± 1.7) per prompt ahead"},
+		}, "TTFT = -1.36 ms (± 52; below zero: the line's, over the loads measured) + 14.7 ms (± 1.7) per prompt ahead"},
+		{"a base below zero with no error said so too", []Parameter{
+			{Law: "itl", Name: "step_seconds", Value: -0.002, SE: nan},
+		}, "decode step = -2.00 ms (below zero: the line's, over the loads measured)"},
 		{"a law with no data left out", []Parameter{
 			{Law: "ttft", Name: "base_seconds", Value: 0.362, SE: nan}, // fitted from too few probes to give an error
 			{Law: "itl", Name: "step_seconds", Value: 0, SE: nan},

@@ -120,7 +120,12 @@ func Describe(ps []Parameter) string {
 			// A line fitted where the server was never idle can cross zero
 			// before one request: the base is where the line points, not a
 			// lone request's time, which the page would otherwise seem to say.
-			t += " (below zero: the line's, over the loads measured)"
+			const note = "below zero: the line's, over the loads measured"
+			if rest, ok := strings.CutSuffix(t, ")"); ok {
+				t = rest + "; " + note + ")"
+			} else {
+				t += " (" + note + ")"
+			}
 		}
 		if term != "" {
 			t += " " + term

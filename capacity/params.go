@@ -112,20 +112,17 @@ func Describe(ps []Parameter) string {
 		if slope && (p.Value == 0 || math.IsNaN(p.SE) || p.SE > p.Value) || !slope && p.Value == 0 && math.IsNaN(p.SE) {
 			continue
 		}
-		t := seconds(p.Value, p.SE)
+		var t string
 		switch {
 		case slope && p.SE == 0:
-			t = seconds(p.Value, math.NaN()) + " (at its bound)"
+			t = seconds(p.Value, math.NaN(), "at its bound")
 		case !slope && p.Value < 0:
 			// A line fitted where the server was never idle can cross zero
 			// before one request: the base is where the line points, not a
 			// lone request's time, which the page would otherwise seem to say.
-			const note = "below zero: the line's, over the loads measured"
-			if rest, ok := strings.CutSuffix(t, ")"); ok {
-				t = rest + "; " + note + ")"
-			} else {
-				t += " (" + note + ")"
-			}
+			t = seconds(p.Value, p.SE, "below zero: the line's, over the loads measured")
+		default:
+			t = seconds(p.Value, p.SE)
 		}
 		if term != "" {
 			t += " " + term
@@ -147,8 +144,9 @@ func Describe(ps []Parameter) string {
 }
 
 // seconds writes a time in s, ms or µs, whichever puts it at 1 or more,
-// to three significant digits, and its error (NaN: none) in the same unit.
-func seconds(v, se float64) string {
+// to three significant digits, and in parentheses its error (NaN: none) in
+// the same unit and the notes, each after a "; ".
+func seconds(v, se float64, notes ...string) string {
 	unit, scale := "s", 1.0
 	switch a := math.Abs(v); {
 	case a >= 1 || a == 0:
@@ -157,9 +155,14 @@ func seconds(v, se float64) string {
 	default:
 		unit, scale = "µs", 1e6
 	}
-	out := significant(v*scale, 3) + " " + unit
+	var in []string
 	if !math.IsNaN(se) {
-		out += " (± " + significant(se*scale, 2) + ")"
+		in = append(in, "± "+significant(se*scale, 2))
+	}
+	in = append(in, notes...)
+	out := significant(v*scale, 3) + " " + unit
+	if len(in) > 0 {
+		out += " (" + strings.Join(in, "; ") + ")"
 	}
 	return out
 }

@@ -100,6 +100,9 @@ func spent(t Target, now time.Time) string {
 // fraction ("≥ 0.0").
 func boundsOne(e capacity.Estimate) bool { return e.Bound != "" && e.Lower >= 1 }
 
+// unread is why a row's load is unknown.
+const unread = "its metrics cannot be read"
+
 // reason says in a sentence why a row is not ok and what would change it,
 // "" for an ok row.
 func reason(e capacity.Estimate, state string, now time.Time) string {
@@ -129,7 +132,7 @@ func reason(e capacity.Estimate, state string, now time.Time) string {
 			// one more request (capacity.fitted.reads).
 			load := short(e.Load)
 			if math.IsNaN(e.Load) {
-				load = "unknown (its metrics cannot be read)"
+				load = "unknown (" + unread + ")"
 			}
 			out := fmt.Sprintf("Breached: the window's probes met %s %s, %s of %s; the load now is %s.", sloTitle(s.Name), withUnit(v, s.Name), cmp, withUnit(s.Threshold, s.Name), load)
 			if boundsOne(e) {
@@ -172,7 +175,7 @@ func reason(e capacity.Estimate, state string, now time.Time) string {
 			out += fmt.Sprintf("; %d of the %d observations it needs", e.Samples, e.SamplesNeeded)
 		}
 		if math.IsNaN(e.Load) {
-			out += "; the server's load is unknown (its metrics cannot be read)"
+			out += "; the server's load is unknown (" + unread + ")"
 		}
 		return out + "." + next
 	}

@@ -25,7 +25,7 @@ import (
 // prefill. That charge is right for a server that fixes a TTFT on arrival
 // from the requests in flight then, which a burst cannot tell from a queue;
 // charged what the head has left, the daemon's linear server read 11.8
-// against 8.3 (docs/capacity.md, the changelog's rows of 2026-11-29).
+// against 8.3 (docs/capacity-model-changelog.md, the rows of 2026-11-29).
 // Under -race, ten times slower and adding nothing to pure arithmetic, two
 // draws of each.
 func TestTwinPlacesAKnownLawsCapacity(t *testing.T) {
@@ -119,8 +119,8 @@ func coefficients(l scripted.Law, u capacity.UseCase) (ttft, itl []float64, inSt
 
 // The twin, given report 002's simulator's own law for its 64K document,
 // places the simulator's capacity (sim.CapacityLimit, its engine run as the
-// report's protocol), and the fitted δp is what moves it (docs/capacity.md,
-// the changelog's "investigated" row on that document). The law is read off
+// report's protocol), and the fitted δp is what moves it (docs/capacity-
+// model-changelog.md, the "investigated" row on that document). The law is read off
 // the profile: a prompt prefills alone in 4.08 s with 0.07 s of overhead
 // before it reaches the engine, one at a time (τq 4.0 s, τw 0); a step
 // decodes in 7.9 ms and 1.6 ms more per sequence (mostly its 64K context's

@@ -1106,10 +1106,10 @@ func lentStep(others []Slopes, prompt float64) Measured {
 // neither is quicker. A use case's own intercept can rest on one lone
 // probe that met an outlier, or on probes under production whose charge
 // its terms misplace; a heavier one's bounds it. The mirror, a lighter
-// one's lower limit as a floor, is not taken (docs/capacity-model-
-// changelog.md): a heavier prompt's intercept may lie far above a lighter
-// one's, and held at that floor, laws under production whose fits put
-// its charge in their slopes placed thresholds 2x low.
+// one's lower limit as a floor, is not taken
+// (docs/capacity-model-changelog.md): a heavier prompt's intercept may lie
+// far above a lighter one's, and held at that floor, laws under production
+// whose fits put its charge in their slopes placed thresholds 2x low.
 func ceiling(others []Slopes, of func(Slopes) (float64, Alone), size float64) Limit {
 	var out Limit
 	for _, o := range others {

@@ -119,13 +119,14 @@ func coefficients(l scripted.Law, u capacity.UseCase) (ttft, itl []float64, inSt
 
 // The twin, given report 002's simulator's own law for its 64K document,
 // places the simulator's capacity (sim.CapacityLimit, its engine run as the
-// report's protocol), and the fitted δp is what moves it (docs/capacity-
-// model-changelog.md, the "investigated" row on that document). The law is read off
-// the profile: a prompt prefills alone in 4.08 s with 0.07 s of overhead
-// before it reaches the engine, one at a time (τq 4.0 s, τw 0); a step
-// decodes in 7.9 ms and 1.6 ms more per sequence (mostly its 64K context's
-// reads); and a step that also prefills carries one of the prompt's two
-// chunks of at most 52,428 tokens, about 2 s. With δp as the fits read it
+// report's protocol), and the fitted δp is what moves it
+// (docs/capacity-model-changelog.md, the "investigated" row on that
+// document). The law is read off the profile: a prompt prefills alone in
+// 4.08 s with 0.07 s of overhead before it reaches the engine, one at a
+// time (τq 4.0 s, τw 0); a step decodes in 7.9 ms and 1.6 ms more per
+// sequence (mostly its 64K context's reads); and a step that also prefills
+// carries one of the prompt's two chunks of at most 52,428 tokens, about
+// 2 s. With δp as the fits read it
 // (30 ms), decodes go on through a prefill, the closed loop's prompts
 // arrive apart and wait less, and the twin places far more.
 func TestTwinPlacesReport002sDocument(t *testing.T) {

@@ -39,6 +39,7 @@ func Families() []Family {
 		{"itl-during-decode", func(d draws, l Law) Law { return drawPower(d, l, false) }},
 		{"noise", drawNoise},
 		{"restart", drawRestart},
+		{"moe-decode", drawMoE},
 	}
 }
 
@@ -116,6 +117,26 @@ func drawChunked(d draws, l Law) Law {
 func drawFCFS(d draws, l Law) Law {
 	l.SerialPrefill = true
 	l.ITLSlope = d.logUniform(0.1e-3, 2e-3)
+	l.ITLHistogram = true
+	return l
+}
+
+// moe-decode: a mixture of experts (every reference report's model is
+// one): 8 experts with 2 per token, or 64 to 256 with 8, the active
+// experts' weights 15% to 40% of a lone step, so that a batch that reads
+// every expert steps (Experts/Active − 1) times that share slower, most of
+// it within the first few sequences; past that, 0.3 to 3 ms per sequence
+// running (its KV reads: report 004's MoE stepped 0.26 ms slower per 4K
+// sequence and 2.3 ms per 32K one). Prefills run side by side, TTFT
+// growing mildly with the requests in flight at arrival.
+func drawMoE(d draws, l Law) Law {
+	l.Experts, l.Active = 8, 2
+	if d.IntN(4) > 0 {
+		l.Experts, l.Active = 64<<d.IntN(3), 8
+	}
+	l.ExpertRead = d.uniform(0.15, 0.4) * l.ITLBase / float64(l.Active)
+	l.ITLSlope = d.logUniform(0.3e-3, 3e-3)
+	l.TTFTPerOther = d.logUniform(0.005, 0.05)
 	l.ITLHistogram = true
 	return l
 }

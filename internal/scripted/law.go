@@ -32,6 +32,16 @@ type Law struct {
 	ITLBase, ITLPerKToken, ITLSlope, ITLPower float64
 	ITLAtArrival                              bool
 
+	// Experts > 0: a mixture of experts, each token routed to Active of
+	// them. A decode step reads the weights of every expert one of its
+	// batch's tokens was routed to, ExpertRead seconds each: a batch of b
+	// touches Experts·(1 − (1 − Active/Experts)^b) of them on average, so
+	// the step grows steeply over the first sequences and levels off once
+	// every expert is read. A lone request's Active experts are in
+	// ITLBase; the interval adds the experts the others bring.
+	Experts, Active int
+	ExpertRead      float64
+
 	// KVTokens > 0: a KV cache of that many tokens, in blocks of
 	// BlockSize. A request holds its prompt and output tokens from its
 	// admission to its end; requests are admitted first come first served
@@ -74,7 +84,17 @@ func (l *Law) itl(prompt, x int) float64 {
 	if x > 0 && l.ITLSlope > 0 {
 		d += l.ITLSlope * math.Pow(float64(x), l.ITLPower)
 	}
+	if l.Experts > 0 {
+		d += l.ExpertRead * (l.touched(x+1) - l.touched(1))
+	}
 	return d
+}
+
+// touched is how many experts a batch of b tokens reads on average, each
+// token routed to Active of Experts at random.
+func (l *Law) touched(b int) float64 {
+	e := float64(l.Experts)
+	return e * (1 - math.Pow(1-float64(l.Active)/e, float64(b)))
 }
 
 // down says whether the server is restarting at t.
@@ -108,6 +128,9 @@ func (l Law) String() string {
 			when = "at arrival"
 		}
 		fmt.Fprintf(&b, ", ITL %.1f ms + %.3f ms/1K tokens + %.2f ms·x^%.2f (x others %s)", 1000*l.ITLBase, 1000*l.ITLPerKToken, 1000*l.ITLSlope, l.ITLPower, when)
+	}
+	if l.Experts > 0 {
+		fmt.Fprintf(&b, ", %d experts, %d per token, %.3f ms each", l.Experts, l.Active, 1000*l.ExpertRead)
 	}
 	if l.KVTokens > 0 {
 		fmt.Fprintf(&b, ", KV %d tokens", l.KVTokens)

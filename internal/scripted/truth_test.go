@@ -46,6 +46,12 @@ func TestTruthClosedForm(t *testing.T) {
 		// margin.
 		{"chunked steps", Law{Chunk: 1 << 20, StepBase: 0.01, StepPerSeq: 0.001},
 			100, 32, config.UseCase{DecodeMinTPS: 16}, 52 + (1000.0/62-16)/((1000.0/62-16)-(1000.0/63-16))},
+		// Two experts, one per token, 10 ms to read each: a batch of n
+		// reads 2(1 − 2^−n) of them, so ITL is 10 + 10(1 − 2^(1−n)) ms,
+		// 15 ms at n = 2 (66.7 tokens/s) and 17.5 at 3 (57.1): 60 tokens/s
+		// is crossed at 2 + (1/9)/(1/9 + 1/21) = 2.7 of the margin.
+		{"moe experts", Law{Overhead: 0.2, ITLBase: 0.01, ITLPower: 1, ITLAtArrival: true, Experts: 2, Active: 1, ExpertRead: 0.01},
+			1000, 64, config.UseCase{DecodeMinTPS: 60}, 2.7},
 		// A KV cache of 3 requests of 1101 tokens; prefill 0.5 s, decode
 		// 100 x 10 ms, so a request ends E = 1.5 s after it is admitted.
 		// Up to 3 never wait: TTFT 0.5 s. With 4, one of each round waits

@@ -129,6 +129,10 @@ func TestModelRecoversKnownLaws(t *testing.T) {
 		ttft: func(q, w, d float64) float64 { return 0.1 },
 		itl:  func(b, a float64) float64 { return 0.004 + 0.0004*(b-1) + 0.00005*(b-1)*(b-1) },
 	}
+	levelling := server{ // a decode step that grows more slowly than the batch: a mixture of experts
+		ttft: func(q, w, d float64) float64 { return 0.1 },
+		itl:  func(b, a float64) float64 { return 0.004 + 0.0002*(b-1) + 0.02*math.Log(b) },
+	}
 	tests := []struct {
 		name   string
 		server server
@@ -156,6 +160,10 @@ func TestModelRecoversKnownLaws(t *testing.T) {
 		// 0.0004(N-1) + 0.00005(N-1)² = 0.096 at N-1 = 40. A line through the bursts reads
 		// "at least 64" (bounds past the truth).
 		{"ITL bending up with the batch", bending, UseCase{DecodeMin: 10, OutputTokens: 64}, []int{8, 16, 32}, 0, 41},
+		// 0.0002(N-1) + 0.02 ln N = 0.096 at N = 64.43. A line through the
+		// probes and bursts read 40.1, its bounds [30.7, 56.8] under the
+		// truth (the model before its ln b term).
+		{"ITL levelling off with the batch", levelling, UseCase{DecodeMin: 10, OutputTokens: 64}, []int{10, 20, 40}, 0, 64.43},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

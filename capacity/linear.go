@@ -415,7 +415,7 @@ func mad(r []float64) float64 {
 }
 
 // maxCols is how many columns weightedLS solves for on the stack; a law
-// has at most itlKV + 1.
+// has at most itlCols.
 const maxCols = 8
 
 // pivotTolerance is the share of a column's own scale below which its

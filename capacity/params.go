@@ -27,13 +27,14 @@ var (
 		{"per_sequence_decoding_seconds", "τd"}, // each sequence decoding beside it
 		{"per_kv_ktoken_seconds", "τk"},         // each thousand KV tokens production holds beyond its count's worth
 	}
-	itlParams = [itlKV + 1][2]string{
+	itlParams = [itlCols][2]string{
 		{"step_seconds", "δ0"},                   // one request's decode step
 		{"per_sequence_seconds", "δb"},           // each other sequence in the batch
 		{"per_request_at_arrival_seconds", "δa"}, // each request in flight on arrival beyond the batch
 		{"prefill_step_seconds", "δp"},           // what a step adds while prompts wait for prefill
 		{"bend_seconds", "δ2"},                   // times (b−1)²: a step growing faster than the batch
 		{"per_kv_ktoken_seconds", "δk"},          // as τk, for each decode step
+		{"log_batch_seconds", "δe"},              // times ln b: a step growing more slowly than the batch (a mixture of experts)
 	}
 )
 
@@ -95,6 +96,7 @@ var terms = map[string]string{
 	"itl/per_request_at_arrival_seconds": "per request in flight on arrival",
 	"itl/prefill_step_seconds":           "while prompts wait for prefill",
 	"itl/bend_seconds":                   "× (batch − 1)²",
+	"itl/log_batch_seconds":              "× ln batch",
 	"itl/per_kv_ktoken_seconds":          "per 1K KV tokens beyond production's count",
 }
 

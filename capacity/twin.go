@@ -75,7 +75,7 @@ func (tw twin) with(ttft, itl []float64) twin {
 		tw.ttft = make([]float64, ttftKV+1)
 	}
 	if tw.itl == nil {
-		tw.itl = make([]float64, itlKV+1)
+		tw.itl = make([]float64, itlCols)
 	}
 	return tw
 }

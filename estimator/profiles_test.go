@@ -39,9 +39,10 @@ func TestIdleHourOnEveryProfile(t *testing.T) {
 		t.Fatal(err)
 	}
 	type row struct {
-		profile string
-		truth   map[string]float64
-		w       watched
+		profile  string
+		truth    map[string]float64
+		searched int // the most requests the truth's search tried (sim.UseCaseFigure.SearchTo)
+		w        watched
 	}
 	rows := make([]*row, len(reports))
 	t.Run("profiles", func(t *testing.T) {
@@ -53,10 +54,11 @@ func TestIdleHourOnEveryProfile(t *testing.T) {
 			rw := &row{profile: r.File[:3], truth: map[string]float64{}}
 			rows[i] = rw
 			// Report 000's use cases are the defaults. The search for the
-			// simulator's capacity goes to four times a report's figure;
-			// 128 takes it to 512, every profile's max_batch.
+			// simulator's capacity goes to four times a report's figure
+			// (SearchTo); 128 takes it to 512, every profile's max_batch.
 			for _, u := range reports[0].UseCases {
 				u.Capacity = 128
+				rw.searched = u.SearchTo()
 				c, capped := sim.CapacityLimit(prof.Params, u)
 				if capped {
 					c = math.Inf(1)
@@ -87,7 +89,7 @@ func TestIdleHourOnEveryProfile(t *testing.T) {
 			if math.IsInf(truth, 1) {
 				// No n up to the search's end breaks a threshold: nothing
 				// to judge the estimate by, and it counts as not within.
-				fmt.Fprintf(tw, "%s\t%s\t> 512\t%.1f\t%.1f-%.1f\t-\t-\n", rw.profile, u.Name, e.Capacity, e.Lower, e.Upper)
+				fmt.Fprintf(tw, "%s\t%s\t> %d\t%.1f\t%.1f-%.1f\t-\t-\n", rw.profile, u.Name, rw.searched, e.Capacity, e.Lower, e.Upper)
 				continue
 			}
 			text := "no number"

@@ -189,14 +189,18 @@ func (u UseCaseFigure) Margin(c Cell) float64 {
 	return m
 }
 
-// CapacityLimit is the simulated capacity of a use case with closed loops.
+// CapacityLimit is the simulated capacity of a use case with closed loops;
+// capped where no closed loop up to SearchTo breaks a threshold.
 func CapacityLimit(p Params, u UseCaseFigure) (float64, bool) {
 	return capacityLimit(p, u, cellCache{})
 }
 
+// SearchTo is the most concurrent requests CapacityLimit tries: four times
+// the report's figure, and at least 32.
+func (u UseCaseFigure) SearchTo() int { return 4 * int(max(u.Capacity, 8)) }
+
 func capacityLimit(p Params, u UseCaseFigure, cells cellCache) (float64, bool) {
-	maxN := 4 * int(max(u.Capacity, 8))
-	return Limit(maxN, func(n int) float64 { return u.Margin(cells.get(p, u.Context, u.Output, n, false)) })
+	return Limit(u.SearchTo(), func(n int) float64 { return u.Margin(cells.get(p, u.Context, u.Output, n, false)) })
 }
 
 // SafeDepth is the simulated max safe queue depth of a burst.

@@ -1637,6 +1637,12 @@ func TestDescribe(t *testing.T) {
 		{"a base below zero with no error said so too", []Parameter{
 			{Law: "itl", Name: "step_seconds", Value: -0.002, SE: nan},
 		}, "decode step = -2.00 ms (below zero: the line's, over the loads measured)"},
+		{"a step that levels off, by ln batch", []Parameter{
+			{Law: "itl", Name: "step_seconds", Value: 0.004, SE: 0.0004},
+			{Law: "itl", Name: "per_sequence_seconds", Value: 0.0002, SE: 0.00005},
+			{Law: "itl", Name: "bend_seconds", Value: 0, SE: nan},
+			{Law: "itl", Name: "log_batch_seconds", Value: 0.02, SE: 0.002},
+		}, "decode step = 4.00 ms (± 0.40) + 200 µs (± 50) per sequence in the batch + 20.0 ms (± 2.0) × ln batch"},
 		{"a law with no data left out", []Parameter{
 			{Law: "ttft", Name: "base_seconds", Value: 0.362, SE: nan}, // fitted from too few probes to give an error
 			{Law: "itl", Name: "step_seconds", Value: 0, SE: nan},

@@ -25,6 +25,12 @@ type linearFit struct {
 // limit of many degrees of freedom.
 const z = 1.96
 
+// shows says the fit holds column col's coefficient above Student's t
+// times its standard error: the data tell it from zero.
+func (f linearFit) shows(col int) bool {
+	return f.used[col] && f.beta[col] > f.quantile()*math.Sqrt(f.cov[col][col])
+}
+
 // quantile is the two-sided 95% quantile of Student's t at the fit's
 // degrees of freedom: its scale is estimated, and from few observations a
 // band of z standard errors holds the truth far less often than 95%.

@@ -698,34 +698,30 @@ func itlPart(os []obs, pr Prior, prefill float64) part {
 	// show it (concave) and the whole law's fit keeps it beyond Student's
 	// t; a line's noise would otherwise bend its extrapolation down,
 	// towards a capacity too high.
-	var levels part
+	levelled := false
 	if concave(x, y, groups, amid, pr, most, priors) {
 		xc := make([][]float64, len(x))
 		for i, r := range x {
 			xc[i] = slices.Clone(r)
 			xc[i][curved] = 0
 		}
-		levels = p
-		levels.fitTo(xc, y, groups, pr.ITL, pr, fitITL(most), priors...)
-		if f := levels.fit; levels.ok && f.beta[0] > 0 && f.used[experts] && f.beta[experts] > f.quantile()*math.Sqrt(f.cov[experts][experts]) {
-			x, lent = xc, nil
-		} else {
-			// Shown by the plain steps, but not beside the rest of the
-			// law's terms (δa, δp): the law cannot tell it from them, and
-			// keeps its line (report 003's coding assistant, whose steps
-			// grow linearly once a batch holds one sequence, read 26.4
-			// against 17.6 with it). Nor where it takes a step alone
-			// (δ0) to zero or below, which no engine has: the curve
-			// misses the lone probes, and the twin's first and last
-			// sequences decode in no time (moe-decode/4105's short
-			// chatbot, ln b fitted past a lone probe of 10.4 ms to a step
-			// of −3.8 ms, read at least 128 against a truth of 54.1).
-			levels.ok = false
+		q := p
+		q.fitTo(xc, y, groups, pr.ITL, pr, fitITL(most), priors...)
+		// Shown by the plain steps, but not beside the rest of the law's
+		// terms (δa, δp), the law cannot tell it from them and keeps its
+		// line (report 003's coding assistant, whose steps grow linearly
+		// once a batch holds one sequence, read 26.4 against 17.6 with
+		// it); nor where it takes a step alone (δ0) to zero or below,
+		// which no engine has: the curve misses the lone probes, and the
+		// twin's first and last sequences decode in no time
+		// (moe-decode/4105's short chatbot, ln b fitted past a lone probe
+		// of 10.4 ms to a step of −3.8 ms, read at least 128 against a
+		// truth of 54.1).
+		if q.ok && q.fit.beta[0] > 0 && q.fit.shows(experts) {
+			p, x, lent, levelled = q, xc, nil, true
 		}
 	}
-	if levels.ok {
-		p = levels
-	} else {
+	if !levelled {
 		for _, r := range x {
 			r[experts] = 0
 		}
@@ -833,8 +829,7 @@ func concave(x [][]float64, y []float64, groups []int, amid []bool, pr Prior, mo
 	// fitted as a step levelling off).
 	var q part
 	q.fitTo(px, py, pg, Ratio{}, pr, fitITL(most), priors...)
-	f := q.fit
-	if !q.ok || !f.used[experts] {
+	if !q.ok {
 		return false
 	}
 	// A burst's probes are one measurement (the fit's clusters), and a
@@ -844,15 +839,9 @@ func concave(x [][]float64, y []float64, groups []int, amid []bool, pr Prior, mo
 	// own burst says nothing of its shape (itl-at-arrival/4's code
 	// completion: a lone probe and two bursts, convex, fitted as a step
 	// of −9.8 ms levelling off, the lone probe left as an outlier).
-	used := 0
-	for _, u := range f.used {
-		if u {
-			used++
-		}
-	}
-	between := f
-	between.df = float64(distinct(pg) - used)
-	return f.beta[experts] > between.quantile()*math.Sqrt(f.cov[experts][experts])
+	between := q.fit
+	between.df = float64(distinct(pg) - cols(q.fit.used))
+	return between.shows(experts)
 }
 
 // distinct is how many different values groups holds.
@@ -884,7 +873,7 @@ func plainBend(x [][]float64, y []float64, groups []int, scale0 float64) bool {
 		return false
 	}
 	f, ok := fitLinear(px, py, pg, slopesNonneg(len(px[0])), slopePrior{}, scale0)
-	return ok && f.used[curved] && f.beta[curved] > f.quantile()*math.Sqrt(f.cov[curved][curved])
+	return ok && f.shows(curved)
 }
 
 // slopesNonneg is fitLinear's nonneg for a law of n columns: the

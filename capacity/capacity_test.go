@@ -736,17 +736,17 @@ func TestABendReachesAsFarAsItsData(t *testing.T) {
 	for _, c := range []struct {
 		name    string
 		itl     func(b float64) float64
-		lent    Bend
+		lent    Curvature
 		want    float64
 		bend    bool
 		batches float64
 	}{
-		{"bent", bent, Bend{}, 6, true, 6},
-		{"straight", func(b float64) float64 { return 0.014 + 0.0005*(b-1) }, Bend{}, 64, false, 6},
-		{"bent, the others' bend measured to 40", bent, Bend{Value: 0.00015, SE: 0.00008, Batches: 40}, 40, true, 6},
+		{"bent", bent, Curvature{}, 6, true, 6},
+		{"straight", func(b float64) float64 { return 0.014 + 0.0005*(b-1) }, Curvature{}, 64, false, 6},
+		{"bent, the others' bend measured to 40", bent, Curvature{Value: 0.00015, SE: 0.00008, Batches: 40}, 40, true, 6},
 		{"faintly bent, the others' bend measured to 40", func(b float64) float64 { return 0.014 + 0.000001*(b-1)*(b-1) },
-			Bend{Value: 0.00015, SE: 0.00008, Batches: 40}, 40, true, 6},
-		{"bent, the others' bend measured to 5", bent, Bend{Value: 0.00015, SE: 0.00008, Batches: 5}, 6, true, 6},
+			Curvature{Value: 0.00015, SE: 0.00008, Batches: 40}, 40, true, 6},
+		{"bent, the others' bend measured to 5", bent, Curvature{Value: 0.00015, SE: 0.00008, Batches: 5}, 6, true, 6},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			pr := Prior{ITL: Ratio{Value: 0.1, SE: 0.05}, Bend: c.lent, Scale: 0.01, Reach: 64}
@@ -761,20 +761,30 @@ func TestABendReachesAsFarAsItsData(t *testing.T) {
 	}
 }
 
-// The others' bends pool as one random-effects mean, from the use cases
-// whose own data kept one, reaching as far as the furthest of them.
-func TestPoolLendsTheBend(t *testing.T) {
-	others := []Slopes{
-		{Bend: Bend{Value: 0.0002, SE: 0.00002, Batches: 64}},
-		{Bend: Bend{Value: 0.0003, SE: 0.00003, Batches: 30}},
-		{},
-	}
-	b := Pool(others, Slopes{Held: 1000}).Bend
-	if !(b.Value > 0.0002 && b.Value < 0.0003) || b.Batches != 64 || !(b.SE >= priorSpread*b.Value) {
-		t.Errorf("lent bend %+v, want between the two, from 64 batches, its SE at least half of it", b)
-	}
-	if b := Pool(others[2:], Slopes{Held: 1000}).Bend; b != (Bend{}) {
-		t.Errorf("with no bend measured, lent %+v", b)
+// The others' bends and levellings pool as one random-effects mean each,
+// from the use cases whose own data kept one, reaching as far as the
+// furthest of them.
+func TestPoolLendsTheCurvatures(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		set  func(*Slopes) *Curvature
+		get  func(Prior) Curvature
+	}{
+		{"bend", func(s *Slopes) *Curvature { return &s.Bend }, func(p Prior) Curvature { return p.Bend }},
+		{"levelling", func(s *Slopes) *Curvature { return &s.Levels }, func(p Prior) Curvature { return p.Levels }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			others := make([]Slopes, 3)
+			*c.set(&others[0]) = Curvature{Value: 0.0002, SE: 0.00002, Batches: 64}
+			*c.set(&others[1]) = Curvature{Value: 0.0003, SE: 0.00003, Batches: 30}
+			b := c.get(Pool(others, Slopes{Held: 1000}))
+			if !(b.Value > 0.0002 && b.Value < 0.0003) || b.Batches != 64 || !(b.SE >= priorSpread*b.Value) {
+				t.Errorf("lent %+v, want between the two, from 64 batches, its SE at least half of it", b)
+			}
+			if b := c.get(Pool(others[2:], Slopes{Held: 1000})); b != (Curvature{}) {
+				t.Errorf("with none measured, lent %+v", b)
+			}
+		})
 	}
 }
 
@@ -1924,6 +1934,58 @@ func TestPrefillSharesOfProductionsPrompts(t *testing.T) {
 			os := prefillShares(observations([]Point{p}, u.held()), c.ttft, float64(u.InputTokens))
 			if len(os) != 1 || math.Abs(os[0].prefilling-c.s) > 1e-9 {
 				t.Errorf("share %v, want %.2f", os, c.s)
+			}
+		})
+	}
+}
+
+// The others lend the levelling δe as they lend the bend, where their
+// batches reached further: a use case whose own bursts are too few to tell
+// a curve from a line (three coefficients through four levels) takes the
+// engine's, and its step at 48 sequences comes nearer the mixture of
+// experts' than the line's does (ln b still rises past the point where
+// every expert is read). It is not taken beside a lent bend, nor from
+// batches no larger than its own.
+func TestALentLevellingIsKept(t *testing.T) {
+	// 64 experts, 8 a token, 0.528 ms each: moe-decode/3's step.
+	moe := func(b float64) float64 { return 0.0113 + 0.0003*(b-1) + 0.0338*(1-math.Pow(7.0/8, b)) }
+	var os []obs
+	for g, b := range []float64{1, 4, 4, 1, 8, 8, 1, 16, 16} {
+		os = append(os, obs{q: 1, a: b, b: b, level: b, itl: moe(b), decodeOK: true, group: g / 3 * 3})
+	}
+	at48 := func(pr Prior) (float64, bool) {
+		pr.ITL, pr.Scale, pr.Reach = Ratio{Value: 0.1, SE: 0.05}, 0.01, 64
+		p := itlPart(slices.Clone(os), pr, 0)
+		if !p.ok {
+			t.Fatal("no ITL law")
+		}
+		step := 0.0
+		for j, v := range itlRow(48, 48, 0, 0, 0) {
+			step += p.fit.beta[j] * v
+		}
+		return step, p.fit.used[experts]
+	}
+	line, _ := at48(Prior{})
+	levels := Curvature{Value: 0.0118, SE: 0.0059, Batches: 64}
+	for _, c := range []struct {
+		name     string
+		lent     Prior
+		levelled bool
+	}{
+		{"nothing lent", Prior{}, false},
+		{"lent from 64 sequences", Prior{Levels: levels}, true},
+		{"lent from no further than its own", Prior{Levels: Curvature{Value: 0.0118, SE: 0.0059, Batches: 16}}, false},
+		{"beside a lent bend", Prior{Levels: levels, Bend: Curvature{Value: 0.00015, SE: 0.00008, Batches: 40}}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			step, levelled := at48(c.lent)
+			if levelled != c.levelled {
+				t.Fatalf("δe kept %v, want %v", levelled, c.levelled)
+			}
+			truth := moe(48)
+			t.Logf("step at 48: %.1f ms, the line's %.1f ms, truth %.1f ms", 1000*step, 1000*line, 1000*truth)
+			if c.levelled && !(math.Abs(step-truth) < 0.5*math.Abs(line-truth)) {
+				t.Errorf("step at 48 sequences %.1f ms, no nearer %.1f ms than half the line's error (%.1f ms)", 1000*step, 1000*truth, 1000*line)
 			}
 		})
 	}

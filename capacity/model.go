@@ -699,14 +699,28 @@ func itlPart(os []obs, pr Prior, prefill float64) part {
 	// t; a line's noise would otherwise bend its extrapolation down,
 	// towards a capacity too high.
 	levelled := false
-	if concave(x, y, groups, amid, pr, most, priors) {
+	// Where this use case's own steps cannot show it (too few bursts to
+	// tell a curve from a line; steps that carry prompts' chunks), the
+	// others whose batches reached further lend theirs, as they lend the
+	// bend: moe-decode/3's chatbot, its bursts of 4, 8 and 16 levelling
+	// off plainly but with one degree of freedom left beside the curve,
+	// read 27.2 against 47.6 with a line. The law takes the lent δe, not
+	// a lent bend: where the others disagree, neither is taken.
+	var levels []priorRow
+	if e := pr.Levels; e.Value > 0 && e.SE > 0 && e.Batches > measured && len(lent) == 0 {
+		levels = []priorRow{{col: experts, value: e.Value, sd: e.SE}}
+	}
+	if own := concave(x, y, groups, amid, pr, most, priors); (own || levels != nil) && spread(x, experts) {
+		if own {
+			levels = nil
+		}
 		xc := make([][]float64, len(x))
 		for i, r := range x {
 			xc[i] = slices.Clone(r)
 			xc[i][curved] = 0
 		}
 		q := p
-		q.fitTo(xc, y, groups, pr.ITL, pr, fitITL(most), priors...)
+		q.fitTo(xc, y, groups, pr.ITL, pr, fitITL(most), slices.Concat(levels, priors)...)
 		// Shown by the plain steps, but not beside the rest of the law's
 		// terms (δa, δp), the law cannot tell it from them and keeps its
 		// line (report 003's coding assistant, whose steps grow linearly
@@ -716,8 +730,10 @@ func itlPart(os []obs, pr Prior, prefill float64) part {
 		// twin's first and last sequences decode in no time
 		// (moe-decode/4105's short chatbot, ln b fitted past a lone probe
 		// of 10.4 ms to a step of −3.8 ms, read at least 128 against a
-		// truth of 54.1).
-		if q.ok && q.fit.beta[0] > 0 && q.fit.shows(experts) {
+		// truth of 54.1). A lent δe is a prior, its band the others'
+		// spread, so the law keeps it where its own data leave it above
+		// zero.
+		if q.ok && q.fit.beta[0] > 0 && (q.fit.shows(experts) || levels != nil && q.fit.beta[experts] > 0) {
 			p, x, lent, levelled = q, xc, nil, true
 		}
 	}
@@ -986,7 +1002,9 @@ func (p part) slope() bool { return p.ok && p.fit.varies[1] }
 // hold. The zero Prior knows nothing.
 type Prior struct {
 	TTFT, ITL Ratio
-	Bend      Bend
+	// Bend and Levels are the ITL law's δ2 and δe as the others lend
+	// them (Curvature).
+	Bend, Levels Curvature
 	// Step is what a decode step that carries a chunk of prefill adds
 	// (δp), as the nearest use case whose prompt is no shorter measured
 	// it (Slopes.Step); zero where none did.
@@ -995,17 +1013,21 @@ type Prior struct {
 	Reach float64
 }
 
-// Bend is a decode step's bend, δ2 of the ITL law, as one use case's own
-// data measured it (Value, its standard error SE), or as the target's
-// other use cases lend it (SE then counts their spread), and the batches
-// it was measured at (Batches). A step grows faster than its batch where
-// the engine turns compute-bound: each sequence in a step is one token of
-// the weights' matrix products, whatever its context, so the bend is the
-// engine's, not the prompt's, and a cheap short prompt's bursts, which
-// reach large batches, measure it for a long one's, whose bursts cannot
-// (each of its short probes decodes beside the few whose prefill ended
-// near its own). Zero: none known.
-type Bend struct{ Value, SE, Batches float64 }
+// Curvature is a term that bends a decode step's growth with its batch away
+// from a line, as one use case's own data measured it (Value, its
+// standard error SE), or as the target's other use cases lend it (SE then
+// counts their spread), and the batches it was measured at (Batches):
+// the bend δ2 or the levelling δe of the ITL law. Either is the engine's,
+// not the prompt's. A step grows faster than its batch where the engine
+// turns compute-bound: each sequence in a step is one token of the
+// weights' matrix products, whatever its context. It grows more slowly
+// where a mixture of experts reads each expert once for every token
+// routed to it: which experts a step reads depends on how many tokens it
+// decodes, not on what they attend. So a cheap short prompt's bursts,
+// which reach large batches, measure either for a long one's, whose
+// bursts cannot (each of its short probes decodes beside the few whose
+// prefill ended near its own). Zero: none known.
+type Curvature struct{ Value, SE, Batches float64 }
 
 // scale is the relative residual scale a fit starts from: the target's
 // other use cases', or a probe's typical scatter where none is known.
@@ -1057,8 +1079,10 @@ const priorSpread = 0.5
 // slope where its own data slope it, with the scale of its fits and its
 // reach.
 type Slopes struct {
-	TTFT, ITL    Slope
-	Bend         Bend
+	TTFT, ITL Slope
+	// Bend and Levels are the ITL law's δ2 and δe where its own data
+	// kept them (Curvature).
+	Bend, Levels Curvature
 	Scale, Reach float64
 	// Held is the KV tokens one of its requests holds (UseCase.held): what
 	// each sequence of its batch reads in a decode step. Prompt is its
@@ -1103,8 +1127,13 @@ func Ratios(u UseCase, points []Point) Slopes {
 			out.Step = Measured{Value: g.beta[prefilling], SE: math.Sqrt(vp)}
 		}
 	}
-	if f := itl.fit; itl.ok && f.used[curved] && f.cov[curved][curved] > 0 && !math.IsInf(f.cov[curved][curved], 0) {
-		out.Bend = Bend{Value: f.beta[curved], SE: math.Sqrt(f.cov[curved][curved]), Batches: itl.batches}
+	for _, c := range []struct {
+		col int
+		to  *Curvature
+	}{{curved, &out.Bend}, {experts, &out.Levels}} {
+		if f := itl.fit; itl.ok && f.used[c.col] && f.cov[c.col][c.col] > 0 && !math.IsInf(f.cov[c.col][c.col], 0) {
+			*c.to = Curvature{Value: f.beta[c.col], SE: math.Sqrt(f.cov[c.col][c.col]), Batches: itl.batches}
+		}
 	}
 	for _, p := range []struct {
 		part part
@@ -1130,11 +1159,10 @@ func Ratios(u UseCase, points []Point) Slopes {
 // slope over its intercept less it, pooled as a random-effects mean
 // (randomEffects): the ratios differ between prompt lengths by more than
 // their standard errors, so the prior for one more use case is a draw
-// from their spread, not their mean. The bends their own data kept pool
-// the same way, as themselves (Bend), reaching as far as the furthest of
-// their batches. The scale is their median, the reach their most. Each
-// law's ceiling is the heavier others' (ceiling), self's size the one
-// it is held to.
+// from their spread, not their mean. The bends and levellings their own
+// data kept pool the same way, as themselves (poolCurvature). The scale
+// is their median, the reach their most. Each law's ceiling is the
+// heavier others' (ceiling), self's size the one it is held to.
 func Pool(others []Slopes, self Slopes) Prior {
 	var out Prior
 	held := self.Held
@@ -1167,17 +1195,8 @@ func Pool(others []Slopes, self Slopes) Prior {
 	out.TTFT.Ceiling = ceiling(others, func(o Slopes) (float64, Alone) { return o.Prompt, o.TTFTAlone }, self.Prompt)
 	out.ITL.Ceiling = ceiling(others, func(o Slopes) (float64, Alone) { return o.Held, o.ITLAlone }, held)
 	out.Step = lentStep(others, self.Prompt)
-	var bends, bendSEs []float64
-	batches := 0.0
-	for _, o := range others {
-		if o.Bend.Value > 0 && o.Bend.SE > 0 {
-			bends, bendSEs = append(bends, o.Bend.Value), append(bendSEs, o.Bend.SE)
-			batches = math.Max(batches, o.Bend.Batches)
-		}
-	}
-	if m, se, ok := randomEffects(bends, bendSEs); ok {
-		out.Bend = Bend{Value: m, SE: se, Batches: batches}
-	}
+	out.Bend = poolCurvature(others, func(o Slopes) Curvature { return o.Bend })
+	out.Levels = poolCurvature(others, func(o Slopes) Curvature { return o.Levels })
 	var scales []float64
 	for _, o := range others {
 		if o.Scale > 0 && !math.IsInf(o.Scale, 0) {
@@ -1191,6 +1210,25 @@ func Pool(others []Slopes, self Slopes) Prior {
 		out.Scale = Statistic(scales, "p50")
 	}
 	return out
+}
+
+// poolCurvature is the curvature the others' own data kept (of), pooled as
+// themselves by randomEffects, reaching as far as the furthest of their
+// batches; zero where none kept it.
+func poolCurvature(others []Slopes, of func(Slopes) Curvature) Curvature {
+	var v, se []float64
+	batches := 0.0
+	for _, o := range others {
+		if c := of(o); c.Value > 0 && c.SE > 0 {
+			v, se = append(v, c.Value), append(se, c.SE)
+			batches = math.Max(batches, c.Batches)
+		}
+	}
+	m, sd, ok := randomEffects(v, se)
+	if !ok {
+		return Curvature{}
+	}
+	return Curvature{Value: m, SE: sd, Batches: batches}
 }
 
 // lentStep is δp as the use case with the shortest prompt no shorter than

@@ -134,10 +134,22 @@ func (e *Engine) Power() float64 { return e.lastPower }
 
 // Submit adds a request at the current virtual time.
 func (e *Engine) Submit(id int64, prompt, output int) error {
+	return e.SubmitAt(e.now, id, prompt, output)
+}
+
+// SubmitAt adds a request that arrived at virtual time at. The front end
+// takes it from its arrival, not from the engine's clock, which a server
+// that computes each step at its start (Server.Run) has already moved to
+// the step's end, and which an engine waiting for a request's overhead
+// has left behind. So a request handed in as a step ends meets the same
+// engine whether the next step was computed before it or after: with
+// clients and the stepping loop woken at one virtual instant, the order
+// they run in is the scheduler's, and the run would not repeat.
+func (e *Engine) SubmitAt(at float64, id int64, prompt, output int) error {
 	if prompt+output > e.P.KVCapacity {
 		return ErrTooLong
 	}
-	e.frontFree = math.Max(e.frontFree, e.now) + e.P.FrontendPerRequest
+	e.frontFree = math.Max(e.frontFree, at) + e.P.FrontendPerRequest
 	e.pending = append(e.pending, &seq{id: id, prompt: prompt, out: output, enqueue: e.frontFree + e.P.Overhead, kv: prompt + output})
 	return nil
 }

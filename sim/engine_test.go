@@ -183,3 +183,47 @@ func TestBurstIsTheReportsFirstWave(t *testing.T) {
 		}
 	}
 }
+
+// A request handed in as a step ends meets the same engine whether the
+// step after it was computed before it came or after: Server.Run computes
+// each step at its start, and a client woken at that instant may run on
+// either side of it. Its front end starts at its arrival either way.
+func TestArrivalAtAStepEndWhateverTheOrder(t *testing.T) {
+	run := func(stepFirst bool) (ttft, e2e float64) {
+		e := NewEngine(flat)
+		if err := e.Submit(1, 2500, 20); err != nil {
+			t.Fatal(err)
+		}
+		e.AdvanceTo(e.NextWake())
+		for range 5 { // prefill and a few decode steps
+			e.Step(nil)
+		}
+		at := e.Now()
+		var first, end float64
+		emit := func(id int64, k EventKind, t float64) {
+			switch {
+			case id == 2 && k == FirstToken:
+				first = t
+			case id == 2 && k == Finished:
+				end = t
+			}
+		}
+		if stepFirst {
+			e.Step(emit)
+		}
+		if err := e.SubmitAt(at, 2, 1000, 10); err != nil {
+			t.Fatal(err)
+		}
+		for !e.Idle() {
+			if e.Step(emit) == 0 {
+				e.AdvanceTo(e.NextWake())
+			}
+		}
+		return first - at, end - at
+	}
+	ttft, e2e := run(false)
+	ttftLate, e2eLate := run(true)
+	if ttft != ttftLate || e2e != e2eLate {
+		t.Errorf("handed in before the step: TTFT %.4f s, E2E %.4f s; after it: %.4f s, %.4f s", ttft, e2e, ttftLate, e2eLate)
+	}
+}

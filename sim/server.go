@@ -97,7 +97,7 @@ func (s *Server) submit(arrived float64, prompt, output int, quiet bool) (int64,
 	}
 	s.nextID++
 	id := s.nextID
-	if err := s.eng.Submit(id, prompt, output); err != nil {
+	if err := s.eng.SubmitAt(arrived, id, prompt, output); err != nil {
 		return 0, nil, err
 	}
 	// A request that arrives mid-step waits for the step's end inside the

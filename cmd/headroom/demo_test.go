@@ -33,8 +33,10 @@ const demoSeeds = 6
 // servers, fresh seeds included, favoured by 27 within over three seed
 // sets, docs/capacity.md; 19 at ed57884, 21 in three runs since a prompt
 // stalls the twin's decodes once it reaches the engine, the floor five
-// under it as 14 was under 19: the count moves by a few between runs with
-// the order goroutines wake in; issue 36 asks for all of them).
+// under it as 14 was under 19; 18 since the simulator's front end takes a
+// request from its arrival, and the same in every run: before it, the
+// count moved by a few between runs with the order goroutines woke in
+// (sim.Engine.SubmitAt); issue 36 asks for all of them).
 const demoWithin = 16
 
 // TestDemoInVirtualTime is `headroom demo` at 3 minutes, in virtual time:

@@ -10,8 +10,9 @@ import (
 
 // burstLevel is the requests n probes sent together (a lone probe: n = 1)
 // competed with for prefill (BurstLevel): the prefill the engine did from
-// before they were sent until their last first token, in their prompts.
-func burstLevel(samples []Sample, n int, before engine.Load, beforeOK bool, prefill *prefillLog, start time.Time, inputTokens int) float64 {
+// before they were sent until their last first token, in their prompts;
+// queued is the mean prompt of production's requests (NaN: not known).
+func burstLevel(samples []Sample, n int, before engine.Load, beforeOK bool, prefill *prefillLog, start time.Time, inputTokens int, queued float64) float64 {
 	if !beforeOK {
 		return math.NaN()
 	}
@@ -33,7 +34,7 @@ func burstLevel(samples []Sample, n int, before engine.Load, beforeOK bool, pref
 	if prefill != nil {
 		done = prefill.at(start.Add(last)) - before.PrefilledTokens
 	}
-	return BurstLevel(n, before.Waiting, done, prompt)
+	return BurstLevel(n, before.Waiting, done, prompt, queued)
 }
 
 // BurstLevel is the load of a burst of n probes of prompt tokens each: the
@@ -43,13 +44,27 @@ func burstLevel(samples []Sample, n int, before engine.Load, beforeOK bool, pref
 // was sent and those arriving while it prefills, and each counts by its share
 // of that work (prefilled, the prompt tokens the engine prefilled from just
 // before the burst until its last first token). Requests running past their
-// prefill count not at all: they delay a prefill far less. Where the engine
-// does not count prompts as it prefills them (prefilled NaN), the burst and
-// the requests queued when it was sent.
-func BurstLevel(n int, waiting, prefilled, prompt float64) float64 {
+// prefill count not at all: they delay a prefill far less.
+//
+// The count of prompts is read between the engine's readings, seconds
+// apart, and lags a burst shorter than that: report 002's simulator had
+// counted 0.3 to 0.8 of a burst's own short prompts by its last first
+// token. So the level is never below the burst and the requests queued
+// when it was sent (waiting), each queued one by its share of the work
+// too: production's mean prompt (queued) over the burst's, or one of the
+// burst's where it is not known (NaN). Counted as one each, three 8K chat
+// prompts queued beside a burst of two 64K documents made it a level of 5
+// where the engine's count said 2.3, and the document's cost per prompt
+// ahead came out a third of its prefill (report 000's simulator under six
+// users, TestFirstHalfHour).
+func BurstLevel(n int, waiting, prefilled, prompt, queued float64) float64 {
 	level := float64(n)
 	if !math.IsNaN(waiting) {
-		level += waiting
+		share := 1.0
+		if queued > 0 && !math.IsInf(queued, 0) {
+			share = queued / prompt
+		}
+		level += waiting * share
 	}
 	if l := prefilled / prompt; l > level { // false for NaN
 		return l

@@ -12,23 +12,25 @@ import (
 func TestBurstLevel(t *testing.T) {
 	nan := math.NaN()
 	tests := []struct {
-		name                       string
-		n                          int
-		waiting, prefilled, prompt float64
-		want                       float64
+		name                               string
+		n                                  int
+		waiting, prefilled, prompt, queued float64
+		want                               float64
 	}{
-		{"a clean cell prefills its own prompts", 8, 0, 8 * 1024, 1024, 8},
-		{"arrivals during the wave count", 8, 0, 10 * 1024, 1024, 10},
-		{"by their share of the work", 8, 0, 8*1024 + 2*512, 1024, 9},
-		{"queued ones count once", 4, 3, 7 * 1024, 1024, 7},
-		{"a lagging counter never lowers the level", 4, 3, 2 * 1024, 1024, 7},
-		{"no prefill counter: burst and queue", 4, 3, nan, 1024, 7},
-		{"nothing known but the burst", 4, nan, nan, 1024, 4},
+		{"a clean cell prefills its own prompts", 8, 0, 8 * 1024, 1024, nan, 8},
+		{"arrivals during the wave count", 8, 0, 10 * 1024, 1024, nan, 10},
+		{"by their share of the work", 8, 0, 8*1024 + 2*512, 1024, nan, 9},
+		{"queued ones count once", 4, 3, 7 * 1024, 1024, 1024, 7},
+		{"a lagging counter never lowers the level", 4, 3, 2 * 1024, 1024, 1024, 7},
+		{"queued ones by production's prompt", 2, 3, 2 * 65536, 65536, 8192, 2.375},
+		{"longer ones queued ahead of a short prompt", 1, 2, 0, 1024, 8192, 17},
+		{"no prefill counter: burst and queue", 4, 3, nan, 1024, nan, 7},
+		{"nothing known but the burst", 4, nan, nan, 1024, 2048, 4},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := BurstLevel(tc.n, tc.waiting, tc.prefilled, tc.prompt); got != tc.want {
-				t.Errorf("BurstLevel(%d, %v, %v, %v) = %v, want %v", tc.n, tc.waiting, tc.prefilled, tc.prompt, got, tc.want)
+			if got := BurstLevel(tc.n, tc.waiting, tc.prefilled, tc.prompt, tc.queued); got != tc.want {
+				t.Errorf("BurstLevel(%d, %v, %v, %v, %v) = %v, want %v", tc.n, tc.waiting, tc.prefilled, tc.prompt, tc.queued, got, tc.want)
 			}
 		})
 	}
@@ -73,17 +75,17 @@ func TestBurstLevelOfSamples(t *testing.T) {
 		return Sample{Result: probe.Result{TTFT: ttft, PromptTokens: prompt}}
 	}
 	two := []Sample{sample(time.Second, 1000), sample(2*time.Second, 1000)}
-	if got := burstLevel(two, 2, before, true, log, start, 4000); got != 4 {
+	if got := burstLevel(two, 2, before, true, log, start, 4000, math.NaN()); got != 4 {
 		t.Errorf("level %v, want 4: 4000 tokens prefilled by the last first token, 1000 per prompt", got)
 	}
 	unsized := []Sample{sample(time.Second, 0), sample(2*time.Second, 0)}
-	if got := burstLevel(unsized, 2, before, true, log, start, 500); got != 8 {
+	if got := burstLevel(unsized, 2, before, true, log, start, 500, math.NaN()); got != 8 {
 		t.Errorf("level %v, want 8 in the scenario's 500-token prompts", got)
 	}
-	if got := burstLevel(two, 2, before, false, log, start, 1000); !math.IsNaN(got) {
+	if got := burstLevel(two, 2, before, false, log, start, 1000, math.NaN()); !math.IsNaN(got) {
 		t.Errorf("level %v with no reading before the burst, want NaN", got)
 	}
-	if got := burstLevel(two, 2, before, true, nil, start, 1000); got != 2 {
+	if got := burstLevel(two, 2, before, true, nil, start, 1000, math.NaN()); got != 2 {
 		t.Errorf("level %v with no prefill counter, want the burst's 2", got)
 	}
 }

@@ -72,11 +72,15 @@ func (s *decodeSpan) end(l engine.Load, now time.Time, sent int64, inFlight bool
 	}
 	s.read(l, inFlight)
 	n, sum := l.ITLCount-s.from.ITLCount, l.ITLSum-s.from.ITLSum
-	d := Decode{Time: s.since, Running: s.batch / s.weight, ITL: sum / n, Waiting: s.waiting / s.weight, KV: math.NaN(), Prompts: math.NaN()}
+	d := Decode{Time: s.since, Running: s.batch / s.weight, ITL: sum / n, Waiting: s.waiting / s.weight, KV: math.NaN(), Prompts: math.NaN(), Requests: math.NaN()}
+	// Per second of the engine's time, as its histogram and the probes
+	// (Result.Scaled) are: a time-scaled simulator's seconds.
+	span := now.Sub(s.since).Seconds() * max(l.TimeScale, 1)
 	if p := l.PromptTokens - s.from.PromptTokens; p >= 0 { // false for NaN
-		// Per second of the engine's time, as its histogram and the
-		// probes (Result.Scaled) are: a time-scaled simulator's seconds.
-		d.Prompts = p / (now.Sub(s.since).Seconds() * max(l.TimeScale, 1))
+		d.Prompts = p / span
+	}
+	if r := l.QueueCount - s.from.QueueCount; r >= 0 {
+		d.Requests = r / span
 	}
 	if s.kvKnown {
 		d.KV = s.kv / s.weight

@@ -24,6 +24,7 @@ func TestDecodeSpan(t *testing.T) {
 	kv := func(l engine.Load, usage float64) engine.Load { l.KVUsage, l.KVTokens = usage, 100000; return l }
 	prompts := func(l engine.Load, tokens float64) engine.Load { l.PromptTokens = tokens; return l }
 	scaled := func(l engine.Load) engine.Load { l.TimeScale = 10; return l }
+	queued := func(l engine.Load, count float64) engine.Load { l.QueueCount = count; return l }
 	for _, tc := range []struct {
 		name     string
 		readings []reading
@@ -48,6 +49,12 @@ func TestDecodeSpan(t *testing.T) {
 		{"a simulator ten times real time: per second of its time",
 			[]reading{{0, scaled(prompts(read(4, 100, 1), 5000)), 0, false}, {DecodeSpan + 5*time.Second, scaled(prompts(read(4, 300, 4), 75000)), 0, false}},
 			[]Decode{{Time: t0, Running: 4, ITL: 3.0 / 200, KV: nan, Prompts: 200}}},
+		{"the requests its queue took, per second: with the prompt tokens, production's mean prompt",
+			[]reading{{0, queued(prompts(read(4, 100, 1), 5000), 10), 0, false}, {DecodeSpan + 5*time.Second, queued(prompts(read(4, 300, 4), 75000), 45), 0, false}},
+			[]Decode{{Time: t0, Running: 4, ITL: 3.0 / 200, KV: nan, Prompts: 2000, Requests: 1}}},
+		{"an engine without the queue's histogram",
+			[]reading{{0, queued(read(4, 100, 1), nan), 0, false}, {DecodeSpan, queued(read(4, 300, 4), nan), 0, false}},
+			[]Decode{{Time: t0, Running: 4, ITL: 3.0 / 200, KV: nan, Requests: nan}}},
 		{"an engine without the prompt-token counter",
 			[]reading{{0, prompts(read(4, 100, 1), nan), 0, false}, {DecodeSpan, prompts(read(4, 300, 4), nan), 0, false}},
 			[]Decode{{Time: t0, Running: 4, ITL: 3.0 / 200, KV: nan, Prompts: nan}}},
@@ -79,7 +86,7 @@ func TestDecodeSpan(t *testing.T) {
 			same := func(a, b, tol float64) bool { return math.IsNaN(a) && math.IsNaN(b) || math.Abs(a-b) <= tol }
 			for i := range got {
 				g, w := got[i], tc.want[i]
-				if !g.Time.Equal(w.Time) || !same(g.Running, w.Running, 1e-9) || !same(g.ITL, w.ITL, 1e-12) || !same(g.Waiting, w.Waiting, 1e-9) || !same(g.KV, w.KV, 1e-6) || !same(g.Prompts, w.Prompts, 1e-9) {
+				if !g.Time.Equal(w.Time) || !same(g.Running, w.Running, 1e-9) || !same(g.ITL, w.ITL, 1e-12) || !same(g.Waiting, w.Waiting, 1e-9) || !same(g.KV, w.KV, 1e-6) || !same(g.Prompts, w.Prompts, 1e-9) || !same(g.Requests, w.Requests, 1e-9) {
 					t.Errorf("span %d: got %+v, want %+v", i, g, w)
 				}
 			}

@@ -105,6 +105,10 @@ type Decode struct {
 	// the steps that decode, Waiting misses most of the steps that did:
 	// the prompts' work says how many there were.
 	Prompts float64
+	// Requests is the requests the engine took from its queue per second
+	// over the span (its queue-time histogram's count); NaN where it has
+	// none. Prompts over Requests is production's mean prompt.
+	Requests float64
 }
 
 // Calibrator chooses calibration bursts (config calibration:) for a target
@@ -315,11 +319,16 @@ type target struct {
 	// probes add to them at once.
 	ok, failed atomic.Int64
 
-	mu      sync.Mutex
-	load    engine.Load
-	seen    engine.Load // the last reading, kept while the metrics are down
-	decode  decodeSpan
-	queue   queueMean
+	mu     sync.Mutex
+	load   engine.Load
+	seen   engine.Load // the last reading, kept while the metrics are down
+	decode decodeSpan
+	queue  queueMean
+	// prompt is production's mean prompt, in tokens, over the last span
+	// it ran alone that says it (Decode.Prompts over Decode.Requests); 0
+	// where none has: what one of its queued requests weighs beside a
+	// burst's (BurstLevel).
+	prompt  float64
 	up      bool
 	lastErr string
 	// probeErrs is each scenario's last probe failure until one succeeds.
@@ -488,13 +497,18 @@ func (t *target) scrape(ctx context.Context) (engine.Load, bool) {
 		if t.m.rec != nil {
 			t.m.rec.Reset(t.cfg.Name)
 		}
-		t.decode, t.queue = decodeSpan{}, queueMean{}
+		t.decode, t.queue, t.prompt = decodeSpan{}, queueMean{}, 0
 	} else if why != "" {
 		t.m.logger.Info("server restarted: keeping its load-response curves (same engine, model and KV cache)", "target", t.cfg.Name, "why", why)
 		t.decode, t.queue = decodeSpan{}, queueMean{}
 	}
-	if d, ok := t.decode.add(l, time.Now(), t.started, len(t.inFlight) > 0); ok && t.m.rec != nil {
-		t.m.rec.Decoded(t.cfg.Name, d)
+	if d, ok := t.decode.add(l, time.Now(), t.started, len(t.inFlight) > 0); ok {
+		if p := d.Prompts / d.Requests; p > 0 && !math.IsInf(p, 0) { // false for NaN
+			t.prompt = p
+		}
+		if t.m.rec != nil {
+			t.m.rec.Decoded(t.cfg.Name, d)
+		}
 	}
 	t.up, t.lastErr, t.load, t.seen = true, "", production(l, float64(len(t.inFlight))), l
 	t.load.Queue = t.queue.add(t.load.Waiting, time.Now())
@@ -903,20 +917,26 @@ func (t *target) send(ctx context.Context, sc config.Scenario, preps []*probe.Pr
 		t.afterBurst = burstMark{pending: true, prompt: t.seen.PromptTokens}
 		t.mu.Unlock()
 	}
+	t.mu.Lock()
+	queued := math.NaN()
+	if t.prompt > 0 {
+		queued = t.prompt
+	}
+	t.mu.Unlock()
 	switch {
 	case n == 1 && len(samples) == 1:
 		samples[0].Aftermath = aftermath
 		// A lone probe's level says whether it met another prefill: one that
 		// met none is a burst of one, whatever was decoding (capacity.split).
 		if prefill != nil {
-			samples[0].Level = burstLevel(samples, 1, before, beforeOK, prefill, start, sc.InputTokens)
+			samples[0].Level = burstLevel(samples, 1, before, beforeOK, prefill, start, sc.InputTokens, queued)
 		}
 		t.record(samples[0])
 	case len(samples) > 0:
 		// Lost probes too, even where none came back: a burst of eight
 		// beside llama.cpp's users all ran into their deadline, with
 		// first tokens at their places in the queue.
-		level := burstLevel(samples, n, before, beforeOK, prefill, start, sc.InputTokens)
+		level := burstLevel(samples, n, before, beforeOK, prefill, start, sc.InputTokens, queued)
 		if beforeOK && n > 1 {
 			decodeInFlight(samples, before.InFlight())
 			rise := productionRise(samples, before.Running)

@@ -32,7 +32,12 @@ func burstLevel(samples []Sample, n int, before engine.Load, beforeOK bool, pref
 	}
 	done := math.NaN()
 	if prefill != nil {
-		done = prefill.at(start.Add(last)) - before.PrefilledTokens
+		// The probes' times are a time-scaled simulator's (Result.Scaled),
+		// the counter's readings the wall's: read at the wall time of the
+		// last first token. Read at its simulated time, ten times later on
+		// the demo's simulator, the counter had no reading yet, and no
+		// burst of the demo's saw the prefill it competed with.
+		done = prefill.at(start.Add(time.Duration(float64(last)/max(before.TimeScale, 1)))) - before.PrefilledTokens
 	}
 	return BurstLevel(n, before.Waiting, done, prompt, queued)
 }

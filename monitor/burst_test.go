@@ -78,6 +78,13 @@ func TestBurstLevelOfSamples(t *testing.T) {
 	if got := burstLevel(two, 2, before, true, log, start, 4000, math.NaN()); got != 4 {
 		t.Errorf("level %v, want 4: 4000 tokens prefilled by the last first token, 1000 per prompt", got)
 	}
+	// A simulator ten times real time: the probes' times are its own
+	// (Result.Scaled), the readings the wall's.
+	scaled := before
+	scaled.TimeScale = 10
+	if got := burstLevel([]Sample{sample(10*time.Second, 1000), sample(20*time.Second, 1000)}, 2, scaled, true, log, start, 4000, math.NaN()); got != 4 {
+		t.Errorf("level %v on a simulator at 10x, want 4: read at the wall time of the last first token", got)
+	}
 	unsized := []Sample{sample(time.Second, 0), sample(2*time.Second, 0)}
 	if got := burstLevel(unsized, 2, before, true, log, start, 500, math.NaN()); got != 8 {
 		t.Errorf("level %v, want 8 in the scenario's 500-token prompts", got)

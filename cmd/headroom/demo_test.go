@@ -36,8 +36,10 @@ const demoSeeds = 6
 // under it as 14 was under 19; 18 since the simulator's front end takes a
 // request from its arrival, and the same in every run: before it, the
 // count moved by a few between runs with the order goroutines woke in
-// (sim.Engine.SubmitAt); issue 36 asks for all of them).
-const demoWithin = 16
+// (sim.Engine.SubmitAt); 22 since a burst's level reads the prefill
+// counter at the wall time of its last first token (monitor.burstLevel),
+// the floor two under it; issue 36 asks for all of them).
+const demoWithin = 20
 
 // TestDemoInVirtualTime is `headroom demo` at 3 minutes, in virtual time:
 // its flags' defaults, its configuration (demoConfig), its simulator and

@@ -29,18 +29,7 @@ func TestFirstHalfHour(t *testing.T) {
 	if testing.Short() {
 		t.Skip("an hour of virtual time")
 	}
-	reports, err := sim.Reports()
-	if err != nil {
-		t.Fatal(err)
-	}
-	prof, err := sim.LookupProfile(reports[0].Profile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Parse([]byte("targets: [{name: sim, url: 'http://sim'}]\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	prof, cfg := report000(t)
 	const half = 30 * time.Minute
 	var out bytes.Buffer
 	tw := tabwriter.NewWriter(&out, 0, 0, 2, ' ', 0)
@@ -128,18 +117,7 @@ func TestALoadedRunRepeats(t *testing.T) {
 	if testing.Short() {
 		t.Skip("two hours of virtual time")
 	}
-	reports, err := sim.Reports()
-	if err != nil {
-		t.Fatal(err)
-	}
-	prof, err := sim.LookupProfile(reports[0].Profile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Parse([]byte("targets: [{name: sim, url: 'http://sim'}]\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	prof, cfg := report000(t)
 	shown := func(es []capacity.Estimate) string {
 		var b strings.Builder
 		for _, e := range es {
@@ -153,4 +131,23 @@ func TestALoadedRunRepeats(t *testing.T) {
 			t.Fatalf("run %d read %s, the first %s", i+2, got, want)
 		}
 	}
+}
+
+// report000 is the simulator profile of report 000's server and the
+// shipped configuration with one target on it, the defaults for the rest.
+func report000(t *testing.T) (sim.Profile, *config.Config) {
+	t.Helper()
+	reports, err := sim.Reports()
+	if err != nil {
+		t.Fatal(err)
+	}
+	prof, err := sim.LookupProfile(reports[0].Profile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := config.Parse([]byte("targets: [{name: sim, url: 'http://sim'}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return prof, cfg
 }

@@ -11,7 +11,7 @@ import (
 // burstLevel is the requests n probes sent together (a lone probe: n = 1)
 // competed with for prefill (BurstLevel): the prefill the engine did from
 // before they were sent until their last first token, in their prompts;
-// queued is the mean prompt of production's requests (NaN: not known).
+// queued is the mean prompt of production's requests (0 or NaN: not known).
 func burstLevel(samples []Sample, n int, before engine.Load, beforeOK bool, prefill *prefillLog, start time.Time, inputTokens int, queued float64) float64 {
 	if !beforeOK {
 		return math.NaN()
@@ -57,7 +57,7 @@ func burstLevel(samples []Sample, n int, before engine.Load, beforeOK bool, pref
 // token. So the level is never below the burst and the requests queued
 // when it was sent (waiting), each queued one by its share of the work
 // too: production's mean prompt (queued) over the burst's, or one of the
-// burst's where it is not known (NaN). Counted as one each, three 8K chat
+// burst's where it is not known (0 or NaN). Counted as one each, three 8K chat
 // prompts queued beside a burst of two 64K documents made it a level of 5
 // where the engine's count said 2.3, and the document's cost per prompt
 // ahead came out a third of its prefill (report 000's simulator under six

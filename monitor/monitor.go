@@ -912,16 +912,11 @@ func (t *target) send(ctx context.Context, sc config.Scenario, preps []*probe.Pr
 		delete(t.prefills, prefill)
 		t.mu.Unlock()
 	}
-	if n > 1 {
-		t.mu.Lock()
-		t.afterBurst = burstMark{pending: true, prompt: t.seen.PromptTokens}
-		t.mu.Unlock()
-	}
 	t.mu.Lock()
-	queued := math.NaN()
-	if t.prompt > 0 {
-		queued = t.prompt
+	if n > 1 {
+		t.afterBurst = burstMark{pending: true, prompt: t.seen.PromptTokens}
 	}
+	queued := t.prompt // 0: not known, which BurstLevel counts as one of the burst's
 	t.mu.Unlock()
 	switch {
 	case n == 1 && len(samples) == 1:

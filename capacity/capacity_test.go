@@ -2,8 +2,10 @@ package capacity
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -353,6 +355,58 @@ func TestPrefillStepIsBoundedByWhatProbesMeasured(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The straight line in s, the ITL law's start, can lie outside the law's
+// domain: on an engine that prefills one whole prompt a step, bursts whose
+// first probes decoded almost only beside prefills read as a steep batch
+// slope under a step alone below zero, and the harmonic law has no value
+// there. The rows are sim0's chatbot in alerts' TestPoolSignalLeadsTheBreach
+// at the steady hour's end (testdata/one-prompt-a-step.txt), where the
+// line's start read 11.6 [4.4, 24.1] against 18. Started from the plain
+// steps and δp at its bound, the law fits the plain steps it was not
+// started from within a few percent, and δp near a whole prompt's prefill.
+func TestTheITLLawStartsInsideItsDomain(t *testing.T) {
+	data, err := os.ReadFile("testdata/one-prompt-a-step.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []obs
+	for n, line := range strings.Split(string(data), "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		var g int
+		var b1, ab, s, k, itl float64
+		if _, err := fmt.Sscan(line, &g, &b1, &ab, &s, &k, &itl); err != nil {
+			t.Fatalf("line %d: %v", n+1, err)
+		}
+		rows = append(rows, obs{b: b1 + 1, a: ab + b1 + 1, prefilling: s, kv: k, itl: itl, decodeOK: true, group: g})
+	}
+	const prefill = 1.26 // the TTFT law's intercept: one prompt's whole prefill
+	var x [][]float64
+	var y []float64
+	var groups []int
+	for _, o := range rows {
+		r := itlRow(o.b, o.a, o.prefilling, 0, o.kv)
+		r[experts] = 0 // the law's line, as itlPart fits it where no step levels off
+		x, y, groups = append(x, r[:]), append(y, o.itl), append(groups, o.group)
+	}
+	if line, ok := fitLinear(x, y, groups, slopesNonneg(itlCols), slopePrior{}, 0); !ok || line.beta[0] >= 0 {
+		t.Fatalf("the straight line's step alone is %v (ok %v): these rows no longer start outside the law's domain", line.beta[0], ok)
+	}
+	f := itlPart(rows, Prior{}, prefill)
+	if !f.ok || !(f.fit.beta[0] > 0) || !(f.fit.beta[prefilling] > prefill/2 && f.fit.beta[prefilling] <= prefill*(1+1e-9)) {
+		t.Fatalf("fit %v (ok %v): want a step alone above zero and δp near a whole prompt's prefill, %v", f.fit.beta, f.ok, prefill)
+	}
+	for i, o := range rows {
+		if o.prefilling != 0 {
+			continue
+		}
+		if got := decodeStep(f.fit.beta, x[i]); math.Abs(got/o.itl-1) > 0.1 {
+			t.Errorf("a plain step at batch %.1f: the law says %.4f s, the probe measured %.4f", o.b, got, o.itl)
+		}
 	}
 }
 

@@ -1587,6 +1587,7 @@ func fit(slos []SLO, os []obs, stat string, shape twin, pr Prior) *fitted {
 	binding := -1
 	var whys []string
 	f.lower, f.upper = math.Inf(1), math.Inf(1)
+	placedUpper := math.Inf(1) // the least upper bound of the thresholds placed
 	// The optimistic bound takes a bend no further than the data measured
 	// it: latency grows at least linearly with the batch (a step reads
 	// every sequence), but how much more steeply past the data no probe
@@ -1663,6 +1664,18 @@ func fit(slos []SLO, os []obs, stat string, shape twin, pr Prior) *fitted {
 		}
 		fits[i] = sf
 		s.Capacity, s.Lower, s.Upper = sf.est, sf.lo, sf.hi
+		if sf.placed {
+			placedUpper = math.Min(placedUpper, sf.hi)
+		} else {
+			// Past the data's reach the laws are not trusted to place the
+			// threshold, so nothing they say there bounds it from above
+			// either: moe-decode/3's short chatbot under load, its requests
+			// together up to 30, read at least 56.4 with the optimistic
+			// laws' crossing, 64.1, for an upper bound, against a truth of
+			// 109.5. (A placed capacity's upper still takes it, as the
+			// least a threshold's band allows.)
+			s.Upper = math.Inf(1)
+		}
 		s.Curve = curve(base, s.Name, math.Max(2*reach, math.Min(at*1.2, 4*reach)))
 		f.lower, f.upper = math.Min(f.lower, sf.lo), math.Min(f.upper, sf.hi)
 		// The binding threshold is the one whose law crosses first, placed
@@ -1677,7 +1690,7 @@ func fit(slos []SLO, os []obs, stat string, shape twin, pr Prior) *fitted {
 	case !f.sloped || binding < 0:
 	case !fits[binding].placed:
 		// The first crossing lies past the data's reach: a bound.
-		f.bound, f.decodeShort = true, fits[binding].decodeShort
+		f.bound, f.decodeShort, f.upper = true, fits[binding].decodeShort, placedUpper
 		f.why = fmt.Sprintf("at least %.1f: %s", f.lower, f.why)
 	case math.IsInf(f.upper, 1):
 		// The band reaches to no bound at all: the data place no

@@ -39,6 +39,9 @@ type twin struct {
 	// straight > 0: past that many others in its batch, the bend goes on
 	// as its tangent there (the optimistic bound's law, fit).
 	straight float64
+	// level > 1: past a batch of level, the step's ln b term holds its
+	// value there (the optimistic bound's law, fit).
+	level float64
 	// least > 1: the smallest batch the ITL law's data decoded in, where
 	// its line falls to zero or below at a batch of one (fit). Below it
 	// the step holds its value there: a line fitted where production never
@@ -238,6 +241,9 @@ func (tw twin) closed(n int, sc *scratch) cell {
 		// the batch.
 		b := math.Max(batch, tw.least)
 		row := itlRow(b, b, 0, tw.bend(b-1), kI)
+		if tw.level > 1 && b > tw.level {
+			row[experts] = math.Log(tw.level)
+		}
 		step, arrivals := decodeStep(tw.itl, row[:]), tw.itl[2]
 		for i, o := range active {
 			if o.first > now {

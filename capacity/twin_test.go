@@ -272,3 +272,25 @@ func TestShortProductionNeverSpeedsARequest(t *testing.T) {
 		t.Errorf("kvBeyond moved k to %.2f where no part is below zero", got)
 	}
 }
+
+// The optimistic bound's twin holds a step's levelling (δe·ln b) at the
+// batches it was measured at (level): a mixture of experts reads at most
+// all of its experts, and past the batches measured they may all be read.
+// A closed loop of 64 long decodes steps at a batch of 64: ln 64 with no
+// level, ln 16 with a level of 16.
+func TestTheOptimisticTwinHoldsTheLevelling(t *testing.T) {
+	ttft := []float64{0.01, 0.001, 0, 0, 0}
+	itl := []float64{0.01, 0, 0, 0, 0, 0, 0.005}
+	for _, tc := range []struct {
+		level, want float64
+	}{
+		{0, 0.01 + 0.005*math.Log(64)},
+		{16, 0.01 + 0.005*math.Log(16)},
+		{128, 0.01 + 0.005*math.Log(64)}, // a level past the batch holds nothing
+	} {
+		tw := twin{output: 1024, level: tc.level}.with(ttft, itl)
+		if c := tw.closed(64, new(scratch)); math.Abs(c.itl/tc.want-1) > 0.05 {
+			t.Errorf("level %v: mean ITL %.2f ms, want the step at 64 sequences, %.2f ms", tc.level, 1000*c.itl, 1000*tc.want)
+		}
+	}
+}

@@ -52,22 +52,11 @@ func (t *tally) Record(s monitor.Sample) {
 // must hold the lone probes exactly; every burst's probes must be under
 // headroom_calibration_* alone; and the capacity model must still get both.
 func TestBurstsStayOutOfTheSLOSeries(t *testing.T) {
-	reports, err := sim.Reports()
-	if err != nil {
-		t.Fatal(err)
-	}
-	prof, err := sim.LookupProfile(reports[0].Profile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := config.Parse([]byte(`
+	prof, cfg := report000(t, `
 targets: [{name: sim, url: 'http://sim'}]
 scenarios: [{name: ctx-8k, input_tokens: 8192, output_tokens: 64}]
 use_cases: [{name: chatbot, scenario: ctx-8k, ttft_max: 2s, decode_min_tps: 15}]
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
+`)
 	if !cfg.Calibration.Enabled {
 		t.Fatal("calibration is off by default: nothing to test")
 	}

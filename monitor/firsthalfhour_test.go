@@ -29,7 +29,7 @@ func TestFirstHalfHour(t *testing.T) {
 	if testing.Short() {
 		t.Skip("an hour of virtual time")
 	}
-	prof, cfg := report000(t)
+	prof, cfg := report000(t, shipped)
 	const half = 30 * time.Minute
 	var out bytes.Buffer
 	tw := tabwriter.NewWriter(&out, 0, 0, 2, ' ', 0)
@@ -117,7 +117,7 @@ func TestALoadedRunRepeats(t *testing.T) {
 	if testing.Short() {
 		t.Skip("two hours of virtual time")
 	}
-	prof, cfg := report000(t)
+	prof, cfg := report000(t, shipped)
 	shown := func(es []capacity.Estimate) string {
 		var b strings.Builder
 		for _, e := range es {
@@ -133,9 +133,13 @@ func TestALoadedRunRepeats(t *testing.T) {
 	}
 }
 
+// shipped is the configuration of one target with the defaults for the
+// rest.
+const shipped = "targets: [{name: sim, url: 'http://sim'}]\n"
+
 // report000 is the simulator profile of report 000's server and the
-// shipped configuration with one target on it, the defaults for the rest.
-func report000(t *testing.T) (sim.Profile, *config.Config) {
+// configuration cfg parses to.
+func report000(t *testing.T, cfg string) (sim.Profile, *config.Config) {
 	t.Helper()
 	reports, err := sim.Reports()
 	if err != nil {
@@ -145,9 +149,9 @@ func report000(t *testing.T) (sim.Profile, *config.Config) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := config.Parse([]byte("targets: [{name: sim, url: 'http://sim'}]\n"))
+	c, err := config.Parse([]byte(cfg))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return prof, cfg
+	return prof, c
 }

@@ -1072,6 +1072,12 @@ type Prior struct {
 	Step  Measured
 	Scale float64
 	Reach float64
+	// Past is δb as the other use case whose steps levelled off at the
+	// most batches measured it (Value, its standard error SE, those
+	// Batches), of those whose sequences hold no more KV tokens than this
+	// one's: what a sequence adds to a step past the experts' levelling,
+	// at least (levelled). Zero: none known.
+	Past Curvature
 }
 
 // Curvature is a term that bends a decode step's growth with its batch away
@@ -1089,6 +1095,25 @@ type Prior struct {
 // bursts cannot (each of its short probes decodes beside the few whose
 // prefill ended near its own). Zero: none known.
 type Curvature struct{ Value, SE, Batches float64 }
+
+// levelled is δb as the use case whose steps levelled off (δe kept) at the
+// most batches measured it, of those whose sequences hold no more KV
+// tokens than held: past the batches where a mixture of experts reads all
+// of them, a step grows by each sequence's own reads, and a longer one's
+// reads are no fewer. A line through batches where the experts still rise
+// takes their rise into δb: moe-decode/4103's document (128 experts, 8 a
+// token), its steps measured at batches 1, 4 and 8, fitted δb 1.19 ms,
+// where its 32K use case's, measured to 44, read 0.40 and the law adds
+// 0.33 ms a sequence past the experts' levelling.
+func levelled(others []Slopes, held float64) Curvature {
+	var out Curvature
+	for _, o := range others {
+		if o.Levels.Batches > out.Batches && o.Held <= held && o.ITL.Value > 0 {
+			out = Curvature{Value: o.ITL.Value, SE: o.ITL.SE, Batches: o.Levels.Batches}
+		}
+	}
+	return out
+}
 
 // scale is the relative residual scale a fit starts from: the target's
 // other use cases', or a probe's typical scatter where none is known.
@@ -1258,6 +1283,7 @@ func Pool(others []Slopes, self Slopes) Prior {
 	out.Step = lentStep(others, self.Prompt)
 	out.Bend = poolCurvature(others, func(o Slopes) Curvature { return o.Bend })
 	out.Levels = poolCurvature(others, func(o Slopes) Curvature { return o.Levels })
+	out.Past = levelled(others, held)
 	var scales []float64
 	for _, o := range others {
 		if o.Scale > 0 && !math.IsInf(o.Scale, 0) {
@@ -1612,6 +1638,12 @@ func fit(slos []SLO, os []obs, stat string, shape twin, pr Prior) *fitted {
 	// server against 46.6.
 	if len(itl.fit.used) > experts && itl.fit.used[experts] {
 		optimistic.level = math.Max(itl.batches, 1)
+		// Past them the experts may all be read already, and a step
+		// grows by each sequence's own reads alone: at least as the use
+		// case that measured the levelling furthest says (levelled).
+		if p := pr.Past; p.Batches > itl.batches && p.Value < itl.fit.beta[1] {
+			optimistic.past = p.Value
+		}
 	}
 	slower, quicker := itl.fit, itl.fit
 	if itl.ok {

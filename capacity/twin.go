@@ -42,6 +42,9 @@ type twin struct {
 	// level > 1: past a batch of level, the step's ln b term holds its
 	// value there (the optimistic bound's law, fit).
 	level float64
+	// past > 0: past a batch of level, each further sequence adds at most
+	// past to a step (the optimistic bound's law, fit).
+	past float64
 	// least > 1: the smallest batch the ITL law's data decoded in, where
 	// its line falls to zero or below at a batch of one (fit). Below it
 	// the step holds its value there: a line fitted where production never
@@ -243,6 +246,9 @@ func (tw twin) closed(n int, sc *scratch) cell {
 		row := itlRow(b, b, 0, tw.bend(b-1), kI)
 		if tw.level > 1 && b > tw.level {
 			row[experts] = math.Log(tw.level)
+			if d := tw.itl[1]; tw.past > 0 && d > tw.past {
+				row[1] = tw.level - 1 + (b-tw.level)*tw.past/d
+			}
 		}
 		step, arrivals := decodeStep(tw.itl, row[:]), tw.itl[2]
 		for i, o := range active {

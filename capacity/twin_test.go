@@ -280,17 +280,50 @@ func TestShortProductionNeverSpeedsARequest(t *testing.T) {
 // level, ln 16 with a level of 16.
 func TestTheOptimisticTwinHoldsTheLevelling(t *testing.T) {
 	ttft := []float64{0.01, 0.001, 0, 0, 0}
-	itl := []float64{0.01, 0, 0, 0, 0, 0, 0.005}
+	levels := []float64{0.01, 0, 0, 0, 0, 0, 0.005}
+	sloped := []float64{0.01, 0.001, 0, 0, 0, 0, 0.005}
 	for _, tc := range []struct {
-		level, want float64
+		name        string
+		itl         []float64
+		level, past float64
+		want        float64
 	}{
-		{0, 0.01 + 0.005*math.Log(64)},
-		{16, 0.01 + 0.005*math.Log(16)},
-		{128, 0.01 + 0.005*math.Log(64)}, // a level past the batch holds nothing
+		{"no hold", levels, 0, 0, 0.01 + 0.005*math.Log(64)},
+		{"held at 16", levels, 16, 0, 0.01 + 0.005*math.Log(16)},
+		{"a level past the batch holds nothing", levels, 128, 0, 0.01 + 0.005*math.Log(64)},
+		{"the line goes on past the level", sloped, 16, 0, 0.01 + 0.001*63 + 0.005*math.Log(16)},
+		// Past the level each sequence adds past, not δb: the experts'
+		// rise the line carried over the batches measured is done.
+		{"past the level, past a sequence", sloped, 16, 0.0002, 0.01 + 0.001*15 + 0.0002*48 + 0.005*math.Log(16)},
+		{"a past above δb holds nothing", sloped, 16, 0.002, 0.01 + 0.001*63 + 0.005*math.Log(16)},
 	} {
-		tw := twin{output: 1024, level: tc.level}.with(ttft, itl)
+		tw := twin{output: 1024, level: tc.level, past: tc.past}.with(ttft, tc.itl)
 		if c := tw.closed(64, new(scratch)); math.Abs(c.itl/tc.want-1) > 0.05 {
-			t.Errorf("level %v: mean ITL %.2f ms, want the step at 64 sequences, %.2f ms", tc.level, 1000*c.itl, 1000*tc.want)
+			t.Errorf("%s: mean ITL %.2f ms, want the step at 64 sequences, %.2f ms", tc.name, 1000*c.itl, 1000*tc.want)
+		}
+	}
+}
+
+// The least δb a sequence adds past the experts' levelling is the one
+// measured furthest past it, by a use case whose sequences hold no more.
+func TestLevelled(t *testing.T) {
+	short := Slopes{Held: 33280, ITL: Slope{Intercept: 0.006, Value: 0.0004, SE: 0.00005}, Levels: Curvature{Value: 0.001, SE: 0.0002, Batches: 44}}
+	tiny := Slopes{Held: 1088, ITL: Slope{Intercept: 0.006, Value: 0.0009, SE: 0.0001}, Levels: Curvature{Value: 0.001, SE: 0.0002, Batches: 16}}
+	long := Slopes{Held: 98816, ITL: Slope{Intercept: 0.007, Value: 0.0002, SE: 0.0001}, Levels: Curvature{Value: 0.001, SE: 0.0002, Batches: 64}}
+	flat := Slopes{Held: 1088, ITL: Slope{Intercept: 0.006, Value: 0.0001, SE: 0.0001}} // no levelling kept
+	for _, tc := range []struct {
+		name   string
+		others []Slopes
+		held   float64
+		want   Curvature
+	}{
+		{"the furthest batches", []Slopes{tiny, short}, 66048, Curvature{Value: 0.0004, SE: 0.00005, Batches: 44}},
+		{"no longer sequences", []Slopes{tiny, short, long}, 66048, Curvature{Value: 0.0004, SE: 0.00005, Batches: 44}},
+		{"only levellings kept", []Slopes{flat, tiny}, 66048, Curvature{Value: 0.0009, SE: 0.0001, Batches: 16}},
+		{"none", []Slopes{flat, long}, 33280, Curvature{}},
+	} {
+		if got := levelled(tc.others, tc.held); got != tc.want {
+			t.Errorf("%s: %+v, want %+v", tc.name, got, tc.want)
 		}
 	}
 }

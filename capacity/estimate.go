@@ -1,6 +1,7 @@
 package capacity
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"time"
@@ -131,6 +132,26 @@ var Unknown = Production{InFlight: math.NaN(), Waiting: math.NaN(), KV: math.NaN
 // no slope. A burst whose probes generate more tokens reaches further
 // (BurstOutput).
 func (e Estimate) DecodeShort() bool { return e.fit != nil && e.fit.decodeShort }
+
+// BoundsOne says the estimate is a lower bound of one request or more.
+// Under one, the data have not placed a single request of the shape, and
+// what shows it says so rather than count a fraction ("≥ 0.0").
+func (e Estimate) BoundsOne() bool { return e.Bound != "" && e.Lower >= 1 }
+
+// Shown is the capacity as the status page and replay write it: the
+// estimate, a lower bound as "≥ lower", one under a request as "not
+// placed", and "-" where there is neither.
+func (e Estimate) Shown() string {
+	switch {
+	case e.BoundsOne():
+		return fmt.Sprintf("≥ %.1f", e.Lower)
+	case e.Bound != "":
+		return "not placed"
+	case math.IsNaN(e.Capacity) || math.IsInf(e.Capacity, 0):
+		return "-"
+	}
+	return fmt.Sprintf("%.1f", e.Capacity)
+}
 
 // At is the estimate read at another production from the fit it was read
 // from: what the evaluation that gave e would have given with it, with e

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bytes"
-	"fmt"
 	"image/png"
 	"math"
 	"os"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/headroom-dev/headroom/capacity"
 	"github.com/headroom-dev/headroom/internal/chromium"
 	"github.com/headroom-dev/headroom/internal/golden"
 )
@@ -180,20 +180,16 @@ type estimate struct {
 	} `json:"slos"`
 }
 
-// shown is the capacity as the page writes it: a lower bound as "≥ x".
+// shown is the capacity as the page writes it (capacity.Estimate.Shown),
+// from what /api/v1/status says: a null is not a number.
 func (e estimate) shown() string {
-	switch {
-	case e.Bound != "" && e.Lower != nil && *e.Lower >= 1:
-		return fmt.Sprintf("≥ %.1f", *e.Lower)
-	case e.Bound != "":
-		// A bound under one request places not one of the shape: the page
-		// says "not placed" (statuspage.boundsOne), not "≥ 0.0".
-		return "not placed"
+	val := func(p *float64) float64 {
+		if p == nil {
+			return math.NaN()
+		}
+		return *p
 	}
-	if e.Capacity == nil || math.IsInf(*e.Capacity, 0) {
-		return "-"
-	}
-	return fmt.Sprintf("%.1f", *e.Capacity)
+	return capacity.Estimate{Bound: e.Bound, Capacity: val(e.Capacity), Lower: val(e.Lower)}.Shown()
 }
 
 // state is the row's state as /api/v1/status gives it: breached below a

@@ -176,7 +176,7 @@ func plot(s capacity.SLO, e capacity.Estimate) chart {
 		c.Load = c.vertical(x(e.Load), "load "+short(e.Load), 0)
 	}
 	switch {
-	case boundsOne(e) && finite(e.Lower):
+	case e.BoundsOne() && finite(e.Lower):
 		c.Capacity = c.vertical(x(e.Lower), fmt.Sprintf("capacity ≥ %.1f", e.Lower), 1)
 	case e.Bound != "":
 		// A bound under one request places nothing: no marker at zero.

@@ -25,7 +25,7 @@ import (
 //go:embed status.html.tmpl
 var pageTemplate string
 
-var page = template.Must(template.New("status").Funcs(template.FuncMap{"num": num, "boundsOne": boundsOne, "isNaN": math.IsNaN, "isInf": func(v float64) bool { return math.IsInf(v, 1) },
+var page = template.Must(template.New("status").Funcs(template.FuncMap{"num": num, "isNaN": math.IsNaN, "isInf": func(v float64) bool { return math.IsInf(v, 1) },
 	"add": func(a, b float64) float64 { return a + b }, "sub": func(a, b float64) float64 { return a - b }, "half": func(a float64) float64 { return a / 2 }}).Parse(pageTemplate))
 
 // Target is one target's state beside its estimates.
@@ -94,12 +94,6 @@ func spent(t Target, now time.Time) string {
 	return out
 }
 
-// boundsOne says the estimate is a lower bound of one request or more.
-// Under one, the data have not placed a single request of the shape, and
-// the row's sentence, capacity cell and chart say so rather than count a
-// fraction ("≥ 0.0").
-func boundsOne(e capacity.Estimate) bool { return e.Bound != "" && e.Lower >= 1 }
-
 // unread is why a row's load is unknown.
 const unread = "its metrics cannot be read"
 
@@ -135,7 +129,7 @@ func reason(e capacity.Estimate, state string, now time.Time) string {
 				load = "unknown (" + unread + ")"
 			}
 			out := fmt.Sprintf("Breached: the window's probes met %s %s, %s of %s; the load now is %s.", sloTitle(s.Name), withUnit(v, s.Name), cmp, withUnit(s.Threshold, s.Name), load)
-			if boundsOne(e) {
+			if e.BoundsOne() {
 				// The bound counts requests of this shape alone; the load,
 				// every shape production sends (a 96K prompt costs more).
 				out += fmt.Sprintf(" Alone, at least %.1f of its requests together fit: the load counts every shape.", e.Lower)
@@ -155,7 +149,7 @@ func reason(e capacity.Estimate, state string, now time.Time) string {
 			math.Max(0, e.Free), e.Capacity, 100*math.Max(0, e.Ratio))
 	case "bound":
 		out := "Only a lower bound, under one request: the data do not place the capacity yet"
-		if boundsOne(e) {
+		if e.BoundsOne() {
 			out = fmt.Sprintf("Only a lower bound: the capacity is at least %.1f", e.Lower)
 		}
 		// The model's why opens with the bound it gives ("at least 12.0:").

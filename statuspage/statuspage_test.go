@@ -54,7 +54,7 @@ func TestRender(t *testing.T) {
 	page := b.String()
 	for _, want := range []string{`class="row ok" data-target="gpu-1" data-use-case="ok"`, `class="row low"`, `class="row bound"`, `class="row breached"`, `class="row unknown"`,
 		"probe budget spent 1.00% of 2.00%", "timeout: read stream", `<td class="capacity">10.0</td>`, `<td class="capacity">-</td>`,
-		`<td class="capacity">&ge; 12.0</td>`, `<td class="bounds">8.0 &ndash; 12.0</td>`, `<td class="bounds">12.0 &ndash; &infin;</td>`,
+		`<td class="capacity">≥ 12.0</td>`, `<td class="bounds">8.0 &ndash; 12.0</td>`, `<td class="bounds">12.0 &ndash; &infin;</td>`,
 		// A sentence per non-ok row: why, and what would change it.
 		"Low: 1.0 of 10.0 requests free (10%), under the 20% at which HeadroomLow warns",
 		// Breached under its capacity: production's requests weigh more
@@ -101,7 +101,7 @@ func TestABoundUnderOneRequest(t *testing.T) {
 		{"a bound", 0, 0.4, held,
 			"Only a lower bound, under one request: the data do not place the capacity yet (the laws&#39; bands place no threshold (up to no bound)); a calibration burst nearer the threshold places it.", "at least 0.0", "not placed", ""},
 		{"breached", 0, -0.125, breached, "Breached: the window&#39;s probes met", "at least 0.0", "not placed", ""},
-		{"breached, a bound of three", 3, -0.125, breached, "Alone, at least 3.0 of its requests together fit", "under one request", "&ge; 3.0", "capacity ≥ 3.0"},
+		{"breached, a bound of three", 3, -0.125, breached, "Alone, at least 3.0 of its requests together fit", "under one request", "≥ 3.0", "capacity ≥ 3.0"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := capacity.Estimate{Target: "gpu-1", UseCase: "chatbot", Scenario: "ctx-32k", Capacity: math.NaN(), Bound: "lower", Lower: tc.lower, Upper: math.Inf(1),

@@ -74,7 +74,7 @@ func (c *replayCmd) replay(w io.Writer) error {
 		if !math.IsNaN(e.Lower) {
 			bounds = fmt.Sprintf("%.1f-%.1f", e.Lower, e.Upper)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", e.Target, e.UseCase, shown(e), bounds, len(e.Points), e.Why)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\n", e.Target, e.UseCase, e.Shown(), bounds, len(e.Points), e.Why)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -85,13 +85,4 @@ func (c *replayCmd) replay(w io.Writer) error {
 		}
 	}
 	return nil
-}
-
-// shown is an estimate's capacity as the status page shows it: a bound
-// as "≥ lower".
-func shown(e capacity.Estimate) string {
-	if e.Bound == "lower" {
-		return fmt.Sprintf("≥ %.1f", e.Lower)
-	}
-	return fmt.Sprintf("%.1f", e.Capacity)
 }

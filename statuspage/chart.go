@@ -177,11 +177,11 @@ func plot(s capacity.SLO, e capacity.Estimate) chart {
 	}
 	switch {
 	case e.BoundsOne() && finite(e.Lower):
-		c.Capacity = c.vertical(x(e.Lower), fmt.Sprintf("capacity ≥ %.1f", e.Lower), 1)
+		c.Capacity = c.vertical(x(e.Lower), "capacity "+e.Shown(), 1)
 	case e.Bound != "":
 		// A bound under one request places nothing: no marker at zero.
 	case finite(e.Capacity):
-		c.Capacity = c.vertical(x(e.Capacity), fmt.Sprintf("capacity %.1f", e.Capacity), 1)
+		c.Capacity = c.vertical(x(e.Capacity), "capacity "+e.Shown(), 1)
 		if finite(e.Lower) {
 			hi := c.Right
 			if finite(e.Upper) {

@@ -1260,6 +1260,37 @@ func TestFixedPart(t *testing.T) {
 	}
 }
 
+// The part of a TTFT before the engine takes the prompt (the twin's lag) is
+// the server's: pooled over every use case whose TTFT law slopes, the
+// precise short prompts weigh most, engine work shows none, and no lone
+// probe's intercept is shorter than it. The first case is report 002's
+// simulator under the demo's load (70 ms of API overhead; a local print,
+// not kept): its code completion, read amid production, fitted an
+// intercept of 12 ms.
+func TestLagIsTheServers(t *testing.T) {
+	use := func(lag, se, alone, aloneSE float64) Slopes {
+		return Slopes{TTFT: Slope{Intercept: alone, Value: alone - lag, SE: se}, Lag: Measured{Value: lag, SE: se}, TTFTAlone: Alone{Value: alone, SE: aloneSE, T: 2}}
+	}
+	tests := []struct {
+		name   string
+		others []Slopes
+		self   Slopes
+		want   float64
+	}{
+		{"report 002's, the demo's load", []Slopes{use(-0.013, 0.073, 0.012, 0.04), use(0.0657, 0.0017, 0.191, 0.002), use(0.30, 0.23, 4.09, 0.1)}, use(0.072, 0.0115, 1.27, 0.01), 0.066},
+		{"engine work: a prompt ahead costs its overhead too", []Slopes{use(-0.02, 0.01, 0.1, 0.005), use(-0.05, 0.05, 1.0, 0.02)}, use(0.01, 0.02, 2, 0.05), 0},
+		{"no longer than a lone probe's intercept", []Slopes{use(0.5, 0.01, 0.3, 0.01)}, use(0.5, 0.01, 2, 0.1), 0.32},
+		{"none sloped: the intercepts' fixed part", nil, Slopes{}, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Pool(tc.others, tc.self).Lag; math.Abs(got-tc.want) > 0.002 {
+				t.Errorf("lag %.4f, want %.4f", got, tc.want)
+			}
+		})
+	}
+}
+
 // A window the store handed out never changes, whatever the series does
 // after, and where its points are the series' last it is the store's own
 // memory, not a copy: the estimator's cache keeps one per target and use

@@ -63,10 +63,10 @@ func (m *Memo) fit(id [3]string, u UseCase, points []Point, os []obs) *fitted {
 
 // shape is a use case's twin before its laws are fitted: its requests'
 // shape, the KV cache that admits them where the engine says, and the lag
-// before a prompt reaches the engine, the TTFT law's fixed part (fixedPart:
-// 0 where the use cases show none, never negative).
+// before a prompt reaches the engine (Prior.Lag: τ0 − τq pooled over the
+// use cases, never negative).
 func (u UseCase) shape() twin {
-	tw := twin{output: float64(max(u.OutputTokens, 2)), input: float64(u.InputTokens), held: u.held(), lag: u.Prior.TTFT.Fixed}
+	tw := twin{output: float64(max(u.OutputTokens, 2)), input: float64(u.InputTokens), held: u.held(), lag: u.Prior.Lag}
 	if u.KVTokens > 0 {
 		tw.kv = u.KVTokens
 	}

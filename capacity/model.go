@@ -1069,7 +1069,10 @@ type Prior struct {
 	// Step is what a decode step that carries a chunk of prefill adds
 	// (δp), as the nearest use case whose prompt is no shorter measured
 	// it (Slopes.Step); zero where none did.
-	Step  Measured
+	Step Measured
+	// Lag is the part of a TTFT before the engine takes the prompt, the
+	// same for every prompt (lag).
+	Lag   float64
 	Scale float64
 	Reach float64
 	// Past is δb as the other use case whose steps levelled off at the
@@ -1183,6 +1186,10 @@ type Slopes struct {
 	// then its δp and standard error.
 	InSteps bool
 	Step    Measured
+	// Lag is τ0 − τq where its own TTFT law slopes: what a prompt waits
+	// alone that it does not add to one queued behind it, the part of a
+	// TTFT before the engine takes the prompt (Prior.Lag).
+	Lag Measured
 }
 
 // Measured is a coefficient as one use case's own data fitted it, and its
@@ -1237,7 +1244,43 @@ func Ratios(u UseCase, points []Point) Slopes {
 		out.Scale = math.Max(out.Scale, f.scale)
 		out.Reach = math.Max(out.Reach, p.part.reach)
 	}
+	if f := ttft.fit; out.TTFT.SE > 0 {
+		if v := f.cov[0][0] + f.cov[1][1] - 2*f.cov[0][1]; v > 0 && !math.IsInf(v, 0) {
+			out.Lag = Measured{Value: f.beta[0] - f.beta[1], SE: math.Sqrt(v)}
+		}
+	}
 	return out
+}
+
+// lag is the part of a TTFT before the engine takes the prompt (an API
+// server's overhead, tokenizing: twin.lag), from the use cases whose own
+// TTFT laws slope, self's among them, as the mean of their τ0 − τq by
+// inverse variance: a lone prompt waits that part and its prefill (τ0), a
+// prompt queued behind another waits the other's prefill more (τq), which
+// the engine's work alone makes. It is the server's, the same for every
+// prompt, so the short prompts, whose times are a few milliseconds about
+// it, measure it for the long ones, whose are seconds. Where engine work
+// makes it (a prompt ahead costing its overhead too: the suite's
+// one-prefill-at-a-time and chunked laws) it is zero, and it is no more
+// than the least intercept's upper 95% limit: a TTFT has no part longer
+// than itself, and a short prompt's intercept read amid production is
+// often well below its lone probes' (report 002's code completion, 12 ms
+// ± 40 against 75). fixed (Ratio.Fixed) where no use case slopes.
+func lag(all []Slopes, fixed float64) float64 {
+	sum, weight, least := 0.0, 0.0, math.Inf(1)
+	for _, o := range all {
+		if l := o.Lag; l.SE > 0 {
+			sum += l.Value / (l.SE * l.SE)
+			weight += 1 / (l.SE * l.SE)
+			if a := o.TTFTAlone; a.Value > 0 {
+				least = math.Min(least, a.Value+a.T*a.SE)
+			}
+		}
+	}
+	if weight == 0 {
+		return fixed
+	}
+	return math.Min(math.Max(sum/weight, 0), least)
 }
 
 // Pool is the prior for one use case from the others' Slopes: per law,
@@ -1273,6 +1316,7 @@ func Pool(others []Slopes, self Slopes) Prior {
 		return Ratio{Value: m, SE: sd, Fixed: fixed}
 	}
 	out.TTFT = pool(func(s Slopes) Slope { return s.TTFT })
+	out.Lag = lag(append(slices.Clone(others), self), out.TTFT.Fixed)
 	out.ITL = pool(func(s Slopes) Slope { return s.ITL })
 	steps := self.InSteps || slices.ContainsFunc(others, func(o Slopes) bool { return o.InSteps })
 	if m, se, kv, kvSE, ok := perSequence(others, held, steps); ok {

@@ -1268,6 +1268,15 @@ func TestFixedPart(t *testing.T) {
 // not kept): its code completion, read amid production, fitted an
 // intercept of 12 ms.
 func TestLagIsTheServers(t *testing.T) {
+	// fixedOnly are sloped use cases whose slopes fall on a line reaching
+	// zero at fixed (TestFixedPart's), with no τ0 − τq of their own.
+	fixedOnly := func(fixed, kappa float64, intercepts ...float64) []Slopes {
+		var out []Slopes
+		for _, i := range intercepts {
+			out = append(out, Slopes{TTFT: Slope{Intercept: i, Value: kappa * (i - fixed), SE: 0.01}})
+		}
+		return out
+	}
 	use := func(lag, se, alone, aloneSE float64) Slopes {
 		return Slopes{TTFT: Slope{Intercept: alone, Value: alone - lag, SE: se}, Lag: Measured{Value: lag, SE: se}, TTFTAlone: Alone{Value: alone, SE: aloneSE, T: 2}}
 	}
@@ -1280,7 +1289,7 @@ func TestLagIsTheServers(t *testing.T) {
 		{"report 002's, the demo's load", []Slopes{use(-0.013, 0.073, 0.012, 0.04), use(0.0657, 0.0017, 0.191, 0.002), use(0.30, 0.23, 4.09, 0.1)}, use(0.072, 0.0115, 1.27, 0.01), 0.066},
 		{"engine work: a prompt ahead costs its overhead too", []Slopes{use(-0.02, 0.01, 0.1, 0.005), use(-0.05, 0.05, 1.0, 0.02)}, use(0.01, 0.02, 2, 0.05), 0},
 		{"no longer than a lone probe's intercept", []Slopes{use(0.5, 0.01, 0.3, 0.01)}, use(0.5, 0.01, 2, 0.1), 0.32},
-		{"none sloped: the intercepts' fixed part", nil, Slopes{}, 0},
+		{"none measured: the intercepts' fixed part", fixedOnly(0.35, 0.9, 0.6, 1.4, 2.8), Slopes{}, 0.35},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

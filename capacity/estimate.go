@@ -34,6 +34,10 @@ type UseCase struct {
 	// Prior is what the target's other use cases say of this one's laws
 	// (Pool of their Ratios); the zero Prior knows nothing.
 	Prior Prior
+	// Cost is the target's prefill cost against prompt length (Costs of
+	// its use cases' Ratios), by which its levels count production's
+	// prompts ahead; the zero Cost counts them by their tokens.
+	Cost PrefillCost
 }
 
 // held is the KV-cache tokens a request of the use case's shape holds, on
@@ -42,6 +46,16 @@ type UseCase struct {
 // on admission holds half an output more, a small share of a context
 // whose prompt dominates it).
 func (u UseCase) held() float64 { return float64(u.InputTokens) + float64(u.OutputTokens)/2 }
+
+// weighed is points with production's prompts in their levels counted by
+// their cost (PrefillCost.weigh); a warm prefix's as they are, whose own
+// prefill is not what its length costs.
+func (u UseCase) weighed(points []Point) []Point {
+	if u.Warm {
+		return points
+	}
+	return u.Cost.weigh(points, float64(u.InputTokens))
+}
 
 // SLO is one threshold of a use case, as exported in headroom_slo_threshold.
 type SLO struct {
@@ -218,7 +232,7 @@ func (m *Memo) evaluate(target string, u UseCase, points []Point, now Production
 		e.Why = "no successful probe in the window"
 		return e
 	}
-	os := observations(points, u.held())
+	os := observations(u.weighed(points), u.held())
 	e.Samples = len(os) - (len(points) - len(probes))
 	// Until the laws are placed, the margin is the window's statistic over
 	// the lone probes: what users met at the loads production made.

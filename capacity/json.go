@@ -130,6 +130,7 @@ type pointJSON struct {
 	Decode    num    `json:"decode_tps"`
 	Burst     int    `json:"burst,omitempty"`
 	Level     num    `json:"level,omitempty"`
+	Queued    num    `json:"queued_prompt_tokens,omitempty"`
 	Rise      num    `json:"production_rise,omitempty"`
 	Cell      int    `json:"cell,omitempty"`
 	Aftermath bool   `json:"aftermath,omitempty"`
@@ -141,7 +142,7 @@ const pointTime = "2006-01-02T15:04:05.000Z07:00"
 
 func (p Point) json() pointJSON {
 	return pointJSON{Time: p.Time.UTC().Format(pointTime), Load: num(p.Load), InFlight: num(p.InFlight), Sent: num(p.Sent), KV: num(p.KV), Held: num(p.Held),
-		TTFT: num(p.TTFT), E2E: num(p.E2E), ITL: num(p.ITL), Steady: num(p.Steady), MaxGap: num(p.MaxGap), Decode: num(p.Decode), Burst: p.Burst, Level: num(p.Level), Rise: num(p.Rise), Cell: p.Cell,
+		TTFT: num(p.TTFT), E2E: num(p.E2E), ITL: num(p.ITL), Steady: num(p.Steady), MaxGap: num(p.MaxGap), Decode: num(p.Decode), Burst: p.Burst, Level: num(p.Level), Queued: num(p.Queued), Rise: num(p.Rise), Cell: p.Cell,
 		Aftermath: p.Aftermath, Lost: p.Lost}
 }
 
@@ -156,7 +157,7 @@ func (p *Point) UnmarshalJSON(b []byte) error {
 		return fmt.Errorf("point's time: %w", err)
 	}
 	*p = Point{Time: t, Load: float64(j.Load), InFlight: float64(j.InFlight), Sent: float64(j.Sent), KV: float64(j.KV), Held: float64(j.Held),
-		TTFT: float64(j.TTFT), E2E: float64(j.E2E), ITL: float64(j.ITL), Steady: float64(j.Steady), MaxGap: float64(j.MaxGap), Decode: float64(j.Decode), Burst: j.Burst, Level: float64(j.Level), Rise: float64(j.Rise), Cell: j.Cell,
+		TTFT: float64(j.TTFT), E2E: float64(j.E2E), ITL: float64(j.ITL), Steady: float64(j.Steady), MaxGap: float64(j.MaxGap), Decode: float64(j.Decode), Burst: j.Burst, Level: float64(j.Level), Queued: float64(j.Queued), Rise: float64(j.Rise), Cell: j.Cell,
 		Aftermath: j.Aftermath, Lost: j.Lost}
 	return nil
 }

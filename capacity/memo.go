@@ -47,7 +47,7 @@ func (m *Memo) fit(id [3]string, u UseCase, points []Point, os []obs) *fitted {
 		return fit(u.SLOs(), os, u.Statistic, shape, u.Prior)
 	}
 	first, last := points[0], points[len(points)-1]
-	key := sha256.Sum256(fmt.Appendf(nil, "%d %d %d %v %v %v %v %v", len(points), first.Time.UnixNano(), last.Time.UnixNano(), last.TTFT, u.SLOs(), u.Statistic, u.Prior, shape))
+	key := sha256.Sum256(fmt.Appendf(nil, "%d %d %d %v %v %v %v %v %v", len(points), first.Time.UnixNano(), last.Time.UnixNano(), last.TTFT, u.SLOs(), u.Statistic, u.Prior, u.Cost, shape))
 	m.mu.Lock()
 	f, ok := m.fits[id]
 	m.mu.Unlock()

@@ -1201,7 +1201,7 @@ type Slope struct{ Intercept, Value, SE float64 }
 
 // Ratios is what one use case's own data say of its laws (Slopes).
 func Ratios(u UseCase, points []Point) Slopes {
-	os := observations(points, u.held())
+	os := observations(u.weighed(points), u.held())
 	out := Slopes{Held: u.held(), Prompt: float64(u.InputTokens)}
 	ttft := ttftPart(os, Prior{})
 	itl := itlPart(prefillShares(os, ttft, float64(u.InputTokens)), Prior{}, ttft.prefill())

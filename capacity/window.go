@@ -47,6 +47,10 @@ type Point struct {
 	// competed with for prefill, itself included (monitor.BurstLevel); 0
 	// where not known (a level counts the probe, so it is at least 1).
 	Level float64 `json:"level,omitempty"`
+	// Queued is production's mean prompt tokens, by which its level (a
+	// burst's: Load) counted production's prompts ahead of it, each as
+	// its tokens' share of the probe's prompt; 0 where not known.
+	Queued float64 `json:"queued_prompt_tokens,omitempty"`
 	// Rise is, for a burst's probe, how many more of production's
 	// requests were running as the burst ended than when it was sent
 	// (monitor.productionRise): its decode's batch grew by as much over the

@@ -150,7 +150,7 @@ func (e *Estimator) record(s monitor.Sample) {
 		kv, held = 0, 0
 	}
 	p := capacity.Point{Time: s.Time, Load: s.Load, InFlight: s.InFlight, Sent: s.Sent, KV: kv, Held: held,
-		TTFT: res.TTFT.Seconds(), E2E: res.E2E.Seconds(), ITL: res.ITL().Seconds(), Steady: res.SteadyITL().Seconds(), MaxGap: res.MaxGap.Seconds(), Decode: res.DecodeTPS(), Burst: s.Burst, Level: s.Level, Rise: s.Rise, Aftermath: s.Aftermath}
+		TTFT: res.TTFT.Seconds(), E2E: res.E2E.Seconds(), ITL: res.ITL().Seconds(), Steady: res.SteadyITL().Seconds(), MaxGap: res.MaxGap.Seconds(), Decode: res.DecodeTPS(), Burst: s.Burst, Level: s.Level, Queued: s.Queued, Rise: s.Rise, Aftermath: s.Aftermath}
 	if s.Lost {
 		// How far its stream came, and no decode: it did not end.
 		p.Lost, p.ITL, p.Steady, p.Decode = true, math.NaN(), math.NaN(), math.NaN()

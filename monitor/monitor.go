@@ -48,6 +48,10 @@ type Sample struct {
 	// Level is, for a lone probe, what Load is for a burst's (BurstLevel);
 	// 0 where the engine does not count the prompt tokens it prefills.
 	Level float64
+	// Queued is production's mean prompt tokens, by which the level (a
+	// burst's: Load) counted production's prompts ahead as their tokens'
+	// share of the probe's prompt; 0 where not known.
+	Queued float64
 	// Aftermath: a lone probe that was the first request the engine took
 	// after a burst (probeN), which can pay for the burst.
 	Aftermath bool
@@ -925,6 +929,7 @@ func (t *target) send(ctx context.Context, sc config.Scenario, preps []*probe.Pr
 		// met none is a burst of one, whatever was decoding (capacity.split).
 		if prefill != nil {
 			samples[0].Level = burstLevel(samples, 1, before, beforeOK, prefill, start, sc.InputTokens, queued)
+			samples[0].Queued = queued
 		}
 		t.record(samples[0])
 	case len(samples) > 0:
@@ -940,7 +945,7 @@ func (t *target) send(ctx context.Context, sc config.Scenario, preps []*probe.Pr
 			}
 		}
 		for _, s := range samples {
-			s.Time, s.Load = start, level
+			s.Time, s.Load, s.Queued = start, level, queued
 			t.record(s)
 		}
 	}

@@ -64,14 +64,19 @@ func Costs(all []Slopes) PrefillCost {
 	return out
 }
 
-// Settled says c is o within a hundredth at every length: reading the
+// costSettled is how far apart two prefill costs may lie at any length and
+// be one: the least scatter a latency is known to (resolution), so a level
+// weighed by either is the same measurement.
+const costSettled = resolution
+
+// Settled says c is o within costSettled at every length: reading the
 // slopes again with it would move nothing a level is counted by.
 func (c PrefillCost) Settled(o PrefillCost) bool {
 	if !slices.Equal(c.Tokens, o.Tokens) {
 		return false
 	}
 	for i, v := range c.PerToken {
-		if math.Abs(v-o.PerToken[i]) > 0.01*o.PerToken[i] {
+		if math.Abs(v-o.PerToken[i]) > costSettled*o.PerToken[i] {
 			return false
 		}
 	}

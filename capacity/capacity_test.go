@@ -1680,7 +1680,7 @@ func TestPointsReadBack(t *testing.T) {
 	nan := math.NaN()
 	points := []Point{
 		{Time: at, Load: 2.5, InFlight: 2.5, Sent: 3, KV: 12000, Held: 2, TTFT: 0.4, E2E: 1.9, ITL: 0.012, Steady: 0.011, MaxGap: 0.04, Decode: 83.3, Level: 1},
-		{Time: at.Add(time.Minute), Load: 8, InFlight: 4.2, Sent: 8, TTFT: 3.1, E2E: 3.1, ITL: nan, Steady: nan, MaxGap: 0.9, Decode: nan, Burst: 8, Rise: 2.5, Lost: true},
+		{Time: at.Add(time.Minute), Load: 8, InFlight: 4.2, Sent: 8, TTFT: 3.1, E2E: 3.1, ITL: nan, Steady: nan, MaxGap: 0.9, Decode: nan, Burst: 8, Rise: 2.5, Queued: 65536, Lost: true},
 		{Time: at.Add(2 * time.Minute), Load: 1, InFlight: 1, TTFT: 2.9, E2E: 4.2, ITL: 0.01, Decode: 100, Level: 1, Aftermath: true},
 		{Time: at.Add(3 * time.Minute), Load: 16, InFlight: 16, TTFT: 5, E2E: 15, ITL: 0.02, Decode: 50, Burst: 16, Cell: 3},
 	}
@@ -1698,7 +1698,7 @@ func TestPointsReadBack(t *testing.T) {
 		if !got.Time.Equal(want.Time) || !same(got.Load, want.Load) || !same(got.InFlight, want.InFlight) || !same(got.Sent, want.Sent) ||
 			!same(got.KV, want.KV) || !same(got.Held, want.Held) || !same(got.TTFT, want.TTFT) || !same(got.E2E, want.E2E) ||
 			!same(got.ITL, want.ITL) || !same(got.Steady, want.Steady) || !same(got.MaxGap, want.MaxGap) || !same(got.Decode, want.Decode) || got.Burst != want.Burst ||
-			!same(got.Level, want.Level) || !same(got.Rise, want.Rise) || got.Cell != want.Cell || got.Aftermath != want.Aftermath || got.Lost != want.Lost {
+			!same(got.Level, want.Level) || !same(got.Rise, want.Rise) || !same(got.Queued, want.Queued) || got.Cell != want.Cell || got.Aftermath != want.Aftermath || got.Lost != want.Lost {
 			t.Errorf("point %d read back as\n%+v, want\n%+v", i, got, want)
 		}
 	}

@@ -155,6 +155,7 @@ var forever = time.Unix(1<<62, 0)
 func (e *Estimator) read(target string, s spec, kv float64, now time.Time) *inputs {
 	in := &inputs{validity: validity{kv: kv, from: now, last: forever}, cus: slices.Clone(s.cus), points: make([][]capacity.Point, len(s.us))}
 	ratios := make([]capacity.Slopes, len(s.us))
+	window := make([][]capacity.Point, len(s.us)) // the seeds and the window's points, as Ratios reads them
 	for i, u := range s.us {
 		in.cus[i].KVTokens = kv
 		in.cus[i].Recent = now.Add(-u.Window)
@@ -162,7 +163,8 @@ func (e *Estimator) read(target string, s spec, kv float64, now time.Time) *inpu
 		if dec := e.engine.Window(target, "", now.Add(-u.Window)); len(dec) > 0 {
 			in.points[i] = slices.Concat(in.points[i], dec)
 		}
-		ratios[i] = capacity.Ratios(in.cus[i], append(slices.Clone(s.seeds[i]), in.points[i]...))
+		window[i] = append(slices.Clone(s.seeds[i]), in.points[i]...)
+		ratios[i] = capacity.Ratios(in.cus[i], window[i])
 		// A point is in a window while now is at most its time plus the
 		// window (Store.Window and the margins' Recent: at or after now
 		// less the window).
@@ -191,7 +193,7 @@ func (e *Estimator) read(target string, s spec, kv float64, now time.Time) *inpu
 		cost = next
 		for i := range s.us {
 			in.cus[i].Cost = cost
-			ratios[i] = capacity.Ratios(in.cus[i], append(slices.Clone(s.seeds[i]), in.points[i]...))
+			ratios[i] = capacity.Ratios(in.cus[i], window[i])
 		}
 	}
 	for i := range s.us {

@@ -5,7 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/headroom-dev/headroom/config"
 	"github.com/headroom-dev/headroom/engine"
+	"github.com/headroom-dev/headroom/probe"
 )
 
 func TestDecodeSpan(t *testing.T) {
@@ -17,7 +19,7 @@ func TestDecodeSpan(t *testing.T) {
 	type reading struct {
 		after    time.Duration // since the first reading
 		l        engine.Load
-		sent     int64 // probes sent so far
+		sent     int64 // probes sent so far (ownProbes.sent)
 		inFlight bool
 	}
 	waiting := func(l engine.Load, w float64) engine.Load { l.Waiting = w; return l }
@@ -76,7 +78,7 @@ func TestDecodeSpan(t *testing.T) {
 			var s decodeSpan
 			var got []Decode
 			for _, r := range tc.readings {
-				if d, ok := s.add(r.l, t0.Add(r.after), r.sent, r.inFlight); ok {
+				if d, ok := s.add(r.l, t0.Add(r.after), ownProbes{sent: r.sent}, r.inFlight); ok {
 					got = append(got, d)
 				}
 			}
@@ -89,6 +91,57 @@ func TestDecodeSpan(t *testing.T) {
 				if !g.Time.Equal(w.Time) || !same(g.Running, w.Running, 1e-9) || !same(g.ITL, w.ITL, 1e-12) || !same(g.Waiting, w.Waiting, 1e-9) || !same(g.KV, w.KV, 1e-6) || !same(g.Prompts, w.Prompts, 1e-9) || !same(g.Requests, w.Requests, 1e-9) {
 					t.Errorf("span %d: got %+v, want %+v", i, g, w)
 				}
+			}
+		})
+	}
+}
+
+// Production's mean prompt is read over any span whose first and last
+// readings have none of our probes in flight, less the prompts of ours that
+// ran between them: a server probed every few seconds (the demo's) has no
+// span without a probe. Where one of ours was in flight at an edge, did not
+// come back, or had a warm prefix, the engine's count of its prompt is not
+// known and the span says nothing of production's.
+func TestProductionsPromptsLessOurs(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	read := func(prompts, requests float64) engine.Load {
+		return engine.Load{Engine: "vllm", Running: 4, ITLCount: 100 * requests, ITLSum: requests, PromptTokens: prompts, QueueCount: requests, KVUsage: math.NaN(), KVTokens: math.NaN()}
+	}
+	cold := config.Scenario{Name: "ctx-8k", InputTokens: 8192, Cache: "cold"}
+	warm := config.Scenario{Name: "ctx-8k-warm", InputTokens: 8192, Cache: "warm"}
+	ok := probe.Result{Outcome: probe.Success, PromptTokens: 8200}
+	// after is ours once the probes given have ended.
+	after := func(sent int64, sc config.Scenario, results ...probe.Result) ownProbes {
+		o := ownProbes{sent: sent}
+		for _, r := range results {
+			o.ended(r, sc)
+		}
+		return o
+	}
+	// Production takes 8 requests of 1,250 tokens over the span; the
+	// engine's counters hold ours on top, however the probes ended.
+	for _, tc := range []struct {
+		name        string
+		first, last ownProbes
+		edge        [2]bool    // one of ours in flight at the first, the last reading
+		ours        [2]float64 // the prompt tokens and requests of ours the engine counted
+		want        float64    // production's mean prompt; NaN: none
+	}{
+		{"none of ours: the engine's own", ownProbes{}, ownProbes{}, [2]bool{}, [2]float64{}, 1250},
+		{"two of ours ran between the readings: taken off", ownProbes{}, after(2, cold, ok, ok), [2]bool{}, [2]float64{16400, 2}, 1250},
+		{"ours without the server's count: the scenario's", ownProbes{}, after(1, cold, probe.Result{Outcome: probe.Success}), [2]bool{}, [2]float64{8192, 1}, 1250},
+		{"one of ours in flight at the last reading", ownProbes{}, ownProbes{sent: 1}, [2]bool{false, true}, [2]float64{8200, 1}, math.NaN()},
+		{"one of ours in flight at the first reading", ownProbes{sent: 1}, after(1, cold, ok), [2]bool{true, false}, [2]float64{8200, 1}, math.NaN()},
+		{"one of ours did not come back", ownProbes{}, after(1, cold, probe.Result{Outcome: probe.Timeout}), [2]bool{}, [2]float64{8200, 1}, math.NaN()},
+		{"one of ours had a warm prefix", ownProbes{}, after(1, warm, ok), [2]bool{}, [2]float64{1000, 1}, math.NaN()},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var s decodeSpan
+			s.add(read(10000, 10), t0, tc.first, tc.edge[0])
+			d, _ := s.add(read(20000+tc.ours[0], 18+tc.ours[1]), t0.Add(DecodeSpan), tc.last, tc.edge[1])
+			got := d.Prompts / d.Requests
+			if math.IsNaN(tc.want) != math.IsNaN(got) || !math.IsNaN(got) && math.Abs(got-tc.want) > 1e-9 {
+				t.Errorf("production's mean prompt %v, want %v", got, tc.want)
 			}
 		})
 	}

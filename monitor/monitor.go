@@ -329,7 +329,7 @@ type target struct {
 	decode decodeSpan
 	queue  queueMean
 	// prompt is production's mean prompt, in tokens, over the last span
-	// it ran alone that says it (Decode.Prompts over Decode.Requests); 0
+	// that says it (Decode.Prompts over Decode.Requests, less ours); 0
 	// where none has: what one of its queued requests weighs beside a
 	// burst's (BurstLevel).
 	prompt  float64
@@ -339,7 +339,7 @@ type target struct {
 	probeErrs map[string]string
 	next      map[string]time.Time // scenario -> its next probe, at the earliest
 	inFlight  map[*loadAcc]bool    // the probes running now
-	started   int64                // probes sent so far: a decode span with one of them is not production's alone
+	own       ownProbes            // a decode span with one of ours is not production's alone
 	prefills  map[*prefillLog]bool // the prefill counter as read while they run
 }
 
@@ -506,10 +506,11 @@ func (t *target) scrape(ctx context.Context) (engine.Load, bool) {
 		t.m.logger.Info("server restarted: keeping its load-response curves (same engine, model and KV cache)", "target", t.cfg.Name, "why", why)
 		t.decode, t.queue = decodeSpan{}, queueMean{}
 	}
-	if d, ok := t.decode.add(l, time.Now(), t.started, len(t.inFlight) > 0); ok {
-		if p := d.Prompts / d.Requests; p > 0 && !math.IsInf(p, 0) { // false for NaN
-			t.prompt = p
-		}
+	d, ok := t.decode.add(l, time.Now(), t.own, len(t.inFlight) > 0)
+	if p := d.Prompts / d.Requests; p > 0 && !math.IsInf(p, 0) { // false for NaN
+		t.prompt = p
+	}
+	if ok {
 		if t.m.rec != nil {
 			t.m.rec.Decoded(t.cfg.Name, d)
 		}
@@ -999,11 +1000,12 @@ func (t *target) probeOnce(ctx context.Context, sc config.Scenario, pr *probe.Pr
 	}
 	t.mu.Lock()
 	t.inFlight[acc] = true
-	t.started++
+	t.own.sent++
 	t.mu.Unlock()
 	res := t.prober.Send(ctx, pr)
 	t.mu.Lock()
-	delete(t.inFlight, acc)
+	delete(t.inFlight, acc) // with its prompt counted, at once: a reading sees the one or the other
+	t.own.ended(res, sc)
 	t.mu.Unlock()
 	if beforeOK && before.TimeScale > 1 {
 		// A time-scaled `headroom sim` (the demo's): its thresholds, histograms

@@ -157,7 +157,9 @@ func TestModelRecoversKnownLaws(t *testing.T) {
 		// over both, 1.2(3N+1)/4, reaches 8 s at N = 8.56.
 		{"first come first served prefill", fcfs, UseCase{TTFTMax: 8, DecodeMin: 10, OutputTokens: 2}, []int{3, 6, 10}, 0, (8/1.2*4 - 1) / 3},
 		// Both rounds decode together: 1/(0.004 + 0.004(N-1)) = 10 tok/s at N = 25.
-		{"ITL fixed on arrival", atArrival, UseCase{DecodeMin: 10, OutputTokens: 64}, []int{4, 8, 16}, 0, 25},
+		// The lag is the target's, pooled over its use cases (Pool): the
+		// model says the one its twin ran with.
+		{"ITL fixed on arrival", atArrival, UseCase{DecodeMin: 10, OutputTokens: 64, Prior: Prior{Lag: 0.05}}, []int{4, 8, 16}, 0, 25},
 		{"ITL set during decode", during, UseCase{DecodeMin: 10, OutputTokens: 64}, []int{4, 8, 16}, 0, 25},
 		// 0.0004(N-1) + 0.00005(N-1)² = 0.096 at N-1 = 40. A line through the bursts reads
 		// "at least 64" (bounds past the truth).
@@ -1615,7 +1617,9 @@ func TestModelSaysItsParameters(t *testing.T) {
 		{"first come first served prefill", fcfs, UseCase{TTFTMax: 8, DecodeMin: 10, OutputTokens: 2}, []int{3, 6, 10},
 			map[string]float64{"ttft/base_seconds": 1.2, "ttft/per_prompt_ahead_seconds": 1.2, "itl/step_seconds": 0.02, "itl/per_sequence_seconds": 0.001},
 			[]string{"ttft/per_kv_ktoken_seconds", "itl/per_kv_ktoken_seconds"}},
-		{"ITL fixed on arrival", atArrival, UseCase{DecodeMin: 10, OutputTokens: 64}, []int{4, 8, 16},
+		// The lag is the target's, pooled over its use cases (Pool): the
+		// model says the one its twin ran with.
+		{"ITL fixed on arrival", atArrival, UseCase{DecodeMin: 10, OutputTokens: 64, Prior: Prior{Lag: 0.05}}, []int{4, 8, 16},
 			map[string]float64{"ttft/base_seconds": 0.1, "itl/step_seconds": 0.004},
 			[]string{"ttft/per_kv_ktoken_seconds"}},
 	}
@@ -1627,8 +1631,11 @@ func TestModelSaysItsParameters(t *testing.T) {
 			for _, p := range e.Model() {
 				got[p.Law+"/"+p.Name] = p
 			}
-			if len(got) != len(ttftParams)+len(itlParams) {
-				t.Fatalf("%d parameters, want %d: %+v", len(got), len(ttftParams)+len(itlParams), e.Model())
+			if len(got) != len(ttftParams)+len(itlParams)+1 {
+				t.Fatalf("%d parameters, want %d and the lag: %+v", len(got), len(ttftParams)+len(itlParams), e.Model())
+			}
+			if l := got["ttft/lag_seconds"]; l.Value != tc.u.Prior.Lag || l.Symbol != "λ" || !math.IsNaN(l.SE) {
+				t.Errorf("ttft lag_seconds %+v, want %v (λ), no error of its own", l, tc.u.Prior.Lag)
 			}
 			for k, want := range tc.want {
 				p := got[k]
@@ -1738,6 +1745,16 @@ func TestDescribe(t *testing.T) {
 			{Law: "itl", Name: "step_seconds", Value: 0.00955, SE: 0.0013},
 			{Law: "itl", Name: "prefill_step_seconds", Value: 1.13, SE: 0},
 		}, "TTFT = 1.13 s (± 0.089); decode step = 9.55 ms (± 1.3) + 1.13 s (at its bound) while prompts wait for prefill"},
+		{"the lag said as a part of the base", []Parameter{
+			{Law: "ttft", Name: "base_seconds", Value: 0.194, SE: 0.028},
+			{Law: "ttft", Name: "per_prompt_ahead_seconds", Value: 0.125, SE: 0.01},
+			{Law: "ttft", Name: "lag_seconds", Value: 0.07, SE: nan},
+			{Law: "itl", Name: "step_seconds", Value: 0.0102, SE: 0.0001},
+		}, "TTFT = 194 ms (± 28; 70.0 ms of it before the engine takes the prompt) + 125 ms (± 10) per prompt ahead; decode step = 10.2 ms (± 0.10)"},
+		{"no lag, nothing said of it", []Parameter{
+			{Law: "ttft", Name: "base_seconds", Value: 1.13, SE: 0.089},
+			{Law: "ttft", Name: "lag_seconds", Value: 0, SE: nan},
+		}, "TTFT = 1.13 s (± 0.089)"},
 		{"a base below zero said to be the line's", []Parameter{
 			{Law: "ttft", Name: "base_seconds", Value: -0.00136, SE: 0.052},
 			{Law: "ttft", Name: "per_prompt_ahead_seconds", Value: 0.0147, SE: 0.0017},

@@ -51,7 +51,7 @@ func standardErrors(se []float64, f linearFit, ok bool) {
 
 // Model is the engine model the estimate was read from, nil before any
 // law is fitted: every coefficient of both laws, fitted or held at zero,
-// with its standard error.
+// with its standard error, and last the lag its twin ran with.
 func (e Estimate) Model() []Parameter {
 	f := e.fit
 	if f == nil {
@@ -72,8 +72,13 @@ func (e Estimate) Model() []Parameter {
 	}
 	add("ttft", ttftParams[:], f.laws.ttft, f.ttftSE[:])
 	add("itl", itlParams[:], f.laws.itl, f.itlSE[:])
-	return out
+	// The lag is the twin's (twin.lag), pooled over the target's use cases
+	// (Prior.Lag), not this fit's: it splits τ0, and has no error of its own.
+	return append(out, Parameter{Law: "ttft", Name: lagParam[0], Symbol: lagParam[1], Value: f.laws.lag, SE: math.NaN()})
 }
+
+// lagParam names the part of τ0 before the engine takes the prompt.
+var lagParam = [2]string{"lag_seconds", "λ"}
 
 // KVCache is the KV cache in tokens the estimate's twin admitted requests
 // by (UseCase.KVTokens), 0 where the engine does not say or no law is
@@ -104,15 +109,30 @@ var terms = map[string]string{
 // standard error: the terms the data measured (a slope held at zero, never
 // measured, or smaller than its error, which the data cannot tell from
 // zero, is left out, and so is a law with no data at all); a slope held at
-// a bound the probes set (SE 0) says so. "" before any law is fitted.
+// a bound the probes set (SE 0) says so, and τ0 says the part of it
+// before the engine takes the prompt (the lag), where there is one. ""
+// before any law is fitted.
 func Describe(ps []Parameter) string {
 	var ttft, itl []string
+	lag := 0.0
 	for _, p := range ps {
+		if p.Law == "ttft" && p.Name == lagParam[0] {
+			lag = p.Value
+		}
+	}
+	for _, p := range ps {
+		if p.Name == lagParam[0] {
+			continue // a part of τ0, said with it
+		}
 		term, slope := terms[p.Law+"/"+p.Name]
 		// A slope shows where the data measured it above zero; a law's
 		// base wherever it has a value or an error.
 		if slope && (p.Value == 0 || math.IsNaN(p.SE) || p.SE > p.Value) || !slope && p.Value == 0 && math.IsNaN(p.SE) {
 			continue
+		}
+		var notes []string
+		if p.Law == "ttft" && !slope && lag > 0 {
+			notes = append(notes, seconds(lag, math.NaN())+" of it before the engine takes the prompt")
 		}
 		var t string
 		switch {
@@ -122,9 +142,9 @@ func Describe(ps []Parameter) string {
 			// A line fitted where the server was never idle can cross zero
 			// before one request: the base is where the line points, not a
 			// lone request's time, which the page would otherwise seem to say.
-			t = seconds(p.Value, p.SE, "below zero: the line's, over the loads measured")
+			t = seconds(p.Value, p.SE, append(notes, "below zero: the line's, over the loads measured")...)
 		default:
-			t = seconds(p.Value, p.SE)
+			t = seconds(p.Value, p.SE, notes...)
 		}
 		if term != "" {
 			t += " " + term

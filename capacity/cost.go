@@ -83,6 +83,22 @@ func (c PrefillCost) Settled(o PrefillCost) bool {
 	return true
 }
 
+// At is c's knots at the lengths in tokens only: the zero PrefillCost
+// where fewer than two are left, which a single length cannot tell from
+// the tokens' count.
+func (c PrefillCost) At(tokens []float64) PrefillCost {
+	var out PrefillCost
+	for i, t := range c.Tokens {
+		if slices.Contains(tokens, t) {
+			out.Tokens, out.PerToken = append(out.Tokens, t), append(out.PerToken, c.PerToken[i])
+		}
+	}
+	if len(out.Tokens) < 2 {
+		return PrefillCost{}
+	}
+	return out
+}
+
 // perToken is the cost of a token of a prompt tokens long: between two
 // measured lengths on the line through them (attention's cost per token
 // grows as a line in the length), and beyond the measured ones the nearest

@@ -50,6 +50,31 @@ func TestCostsReadsTheLonePrefillsLessTheLag(t *testing.T) {
 	}
 }
 
+// The estimator's passes keep a length only where every pass admitted it
+// (PrefillCost.At): what is left keeps its costs, and fewer than two
+// lengths is no cost at all.
+func TestAtKeepsTheLengthsGiven(t *testing.T) {
+	c := PrefillCost{Tokens: []float64{1024, 8192, 65536, 98304}, PerToken: []float64{14e-6, 15e-6, 61e-6, 73e-6}}
+	for _, tc := range []struct {
+		name   string
+		tokens []float64
+		want   PrefillCost
+	}{
+		{"all of them", c.Tokens, c},
+		{"a length that came only in a later pass is left out", []float64{1024, 8192, 65536}, PrefillCost{Tokens: []float64{1024, 8192, 65536}, PerToken: []float64{14e-6, 15e-6, 61e-6}}},
+		{"lengths the cost has not are not made up", []float64{1024, 32768, 98304}, PrefillCost{Tokens: []float64{1024, 98304}, PerToken: []float64{14e-6, 73e-6}}},
+		{"one length left: no cost", []float64{8192}, PrefillCost{}},
+		{"none", nil, PrefillCost{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := c.At(tc.tokens)
+			if !slices.Equal(got.Tokens, tc.want.Tokens) || !slices.Equal(got.PerToken, tc.want.PerToken) {
+				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
 func TestWeighCountsProductionsPromptsByTheirCost(t *testing.T) {
 	// 15 µs a token at 8K, 61 µs at 64K: a 64K prompt costs 32 of the 8K
 	// ones, not 8.

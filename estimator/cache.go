@@ -183,10 +183,18 @@ func (e *Estimator) read(target string, s spec, kv float64, now time.Time) *inpu
 	// length, by which the levels count production's prompts ahead
 	// (capacity.PrefillCost); the slopes are read again with it, which
 	// moves the prefills and the lag they are read by, until the cost
-	// settles (capacity.Settled).
+	// settles (capacity.Settled). A length counts only where every pass
+	// admitted it: one whose intercept stands above the lag only when its
+	// own cost weighs the levels is not measured apart from it, and would
+	// come and go pass after pass (the demo's 96K coding assistant did,
+	// until the passes ran out, at an even count with it and at an odd
+	// one without).
 	var cost capacity.PrefillCost
-	for range costPasses {
+	for pass := range costPasses {
 		next := capacity.Costs(ratios)
+		if pass > 0 {
+			next = next.At(cost.Tokens)
+		}
 		if next.Settled(cost) {
 			break
 		}

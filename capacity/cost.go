@@ -99,6 +99,25 @@ func (c PrefillCost) At(tokens []float64) PrefillCost {
 	return out
 }
 
+// Extrapolate is the cost three readings close on, each read with the one
+// before (Aitken's Δ², per length): where each pass closes the same share
+// of the gap, its limit; where the readings swing about a cost, the middle
+// of the swing. A length keeps c's cost where the readings do not close
+// (the gaps grow, or keep their side and size) or where the limit would
+// not be a cost. The three must be at the same lengths.
+func Extrapolate(a, b, c PrefillCost) PrefillCost {
+	out := PrefillCost{Tokens: c.Tokens, PerToken: slices.Clone(c.PerToken)}
+	for i := range out.PerToken {
+		d1, d2 := b.PerToken[i]-a.PerToken[i], c.PerToken[i]-b.PerToken[i]
+		if r := d2 / d1; r < 1 { // false for NaN: no gap before
+			if v := c.PerToken[i] + d2*r/(1-r); v > 0 {
+				out.PerToken[i] = v
+			}
+		}
+	}
+	return out
+}
+
 // perToken is the cost of a token of a prompt tokens long: between two
 // measured lengths on the line through them (attention's cost per token
 // grows as a line in the length), and beyond the measured ones the nearest

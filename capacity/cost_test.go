@@ -75,6 +75,33 @@ func TestAtKeepsTheLengthsGiven(t *testing.T) {
 	}
 }
 
+// Three readings of the cost, each read with the one before, are taken on
+// to what they close on: a gap closed by the same share each pass to its
+// limit, a swing to its middle; readings that do not close stay as read.
+func TestExtrapolateTakesTheReadingsToWhatTheyCloseOn(t *testing.T) {
+	at := func(v ...float64) PrefillCost { return PrefillCost{Tokens: []float64{8192, 32768}, PerToken: v} }
+	for _, tc := range []struct {
+		name    string
+		a, b, c PrefillCost
+		want    PrefillCost
+	}{
+		// 40 -> 30 -> 25: half the gap each pass, to 20.
+		{"a quarter of the gap left after two passes", at(15, 40), at(15, 30), at(15, 25), at(15, 20)},
+		{"a swing about its middle", at(16, 40.2), at(14, 38.6), at(16, 40.2), at(15, 39.4)},
+		{"gaps that grow stay as read", at(15, 20), at(15, 22), at(15, 26), at(15, 26)},
+		{"a limit below zero is no cost", at(15, 20), at(15, 10), at(15, 1), at(15, 1)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Extrapolate(tc.a, tc.b, tc.c)
+			for i := range got.PerToken {
+				if !slices.Equal(got.Tokens, tc.want.Tokens) || math.Abs(got.PerToken[i]-tc.want.PerToken[i]) > 1e-9 {
+					t.Fatalf("got %+v, want %+v", got, tc.want)
+				}
+			}
+		})
+	}
+}
+
 func TestWeighCountsProductionsPromptsByTheirCost(t *testing.T) {
 	// 15 µs a token at 8K, 61 µs at 64K: a 64K prompt costs 32 of the 8K
 	// ones, not 8.

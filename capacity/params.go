@@ -2,6 +2,7 @@ package capacity
 
 import (
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -114,14 +115,13 @@ var terms = map[string]string{
 // before any law is fitted.
 func Describe(ps []Parameter) string {
 	var ttft, itl []string
+	isLag := func(p Parameter) bool { return p.Law == "ttft" && p.Name == lagParam[0] }
 	lag := 0.0
-	for _, p := range ps {
-		if p.Law == "ttft" && p.Name == lagParam[0] {
-			lag = p.Value
-		}
+	if i := slices.IndexFunc(ps, isLag); i >= 0 {
+		lag = ps[i].Value
 	}
 	for _, p := range ps {
-		if p.Name == lagParam[0] {
+		if isLag(p) {
 			continue // a part of τ0, said with it
 		}
 		term, slope := terms[p.Law+"/"+p.Name]

@@ -189,6 +189,7 @@ func (e *Estimator) read(target string, s spec, kv float64, now time.Time) *inpu
 	// come and go pass after pass (the demo's 96K coding assistant did,
 	// until the passes ran out, at an even count with it and at an odd
 	// one without).
+	//
 	// Three readings in a row at the same lengths are taken on to the cost
 	// they close on (capacity.Extrapolate, Steffensen's method), which the
 	// next pass checks: a pass closes only part of the gap where a use

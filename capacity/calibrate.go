@@ -138,7 +138,7 @@ const (
 	// spacing gives, and a burst nearer it is worth its cost.
 	placedWithin = 1.25
 	// precision: bounds wider than this share of the estimate, past the
-	// whole request a band always spans (model.go), want a burst at the
+	// whole request a band always spans (fitted.go), want a burst at the
 	// crossing, whose measurement narrows them most; no burst narrows
 	// that request.
 	precision = 0.3

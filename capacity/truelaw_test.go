@@ -63,7 +63,7 @@ func TestTwinPlacesAKnownLawsCapacity(t *testing.T) {
 
 // coefficients are a scripted law's in the model's terms for a use case:
 // the TTFT law's τ0, τq, τw, τd, τk and the ITL law's δ0, δb, δa, δp, δ2,
-// δk (capacity/model.go's columns), and whether the engine prefills in the
+// δk (capacity/itl.go's columns), and whether the engine prefills in the
 // steps that decode.
 func coefficients(l scripted.Law, u capacity.UseCase) (ttft, itl []float64, inSteps bool) {
 	L := float64(u.InputTokens)

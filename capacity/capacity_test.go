@@ -2105,3 +2105,50 @@ func TestALentLevellingIsKept(t *testing.T) {
 		})
 	}
 }
+
+// A step that levels off is seen under production too: every probe of a
+// busy server decodes beside production's requests, and a mixture of
+// experts' levelling shows in them as in an idle server's bursts. Each of
+// production's requests may cost more or less than one of the use case's
+// (other contexts), a line in their count that the levelling's test
+// leaves to a column of its own; a line beside production of longer
+// contexts is then no levelling (TestProductionOfOtherShapes is the
+// capacity's side of it).
+func TestALevellingAmidProduction(t *testing.T) {
+	// 64 experts, 8 a token, 0.528 ms each: moe-decode/3's step.
+	moe := func(b float64) float64 { return 0.0113 + 0.0003*(b-1) + 0.0338*(1-math.Pow(7.0/8, b)) }
+	line := func(b float64) float64 { return 0.0113 + 0.0006*(b-1) }
+	const longer = 0.002 // what one of production's requests costs beyond one of the use case's
+	for _, c := range []struct {
+		name     string
+		step     func(b, prod float64) float64
+		levelled bool
+	}{
+		{"a mixture of experts", func(b, prod float64) float64 { return moe(b) }, true},
+		{"a mixture of experts beside longer contexts", func(b, prod float64) float64 { return moe(b) + longer*prod }, true},
+		{"a line beside longer contexts", func(b, prod float64) float64 { return line(b) + longer*prod }, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var os []obs
+			// Lone probes amid 3, 6 and 9 of production's requests, and
+			// bursts of 4, 8 and 16 on top of 3 of them.
+			for g, prod := range []float64{3, 6, 9, 3, 6, 9} {
+				b := prod + 1
+				os = append(os, obs{q: 1, a: b, b: b, level: 1, itl: c.step(b, prod), decodeOK: true, group: g, prod: prod})
+			}
+			for g, k := range []float64{4, 8, 16} {
+				for range 3 {
+					b := 3 + k
+					os = append(os, obs{q: 1, a: b, b: b, level: k, itl: c.step(b, 3), decodeOK: true, group: 10 + g, prod: 3})
+				}
+			}
+			p := itlPart(os, Prior{}, 0)
+			if !p.ok {
+				t.Fatal("no ITL law")
+			}
+			if got := p.fit.used[experts] && p.fit.beta[experts] > 0; got != c.levelled {
+				t.Errorf("δe kept %v (%v), want %v", got, p.fit.beta, c.levelled)
+			}
+		})
+	}
+}

@@ -266,14 +266,14 @@ func itlPart(os []obs, pr Prior, prefill float64) part {
 	var x [][]float64
 	var y []float64
 	var groups []int
-	var amid []bool
+	var prod []float64
 	arrived := 0.0
 	p.least = math.Inf(1)
 	for _, o := range os {
 		if o.decodeOK && o.itl > 0 && !math.IsInf(o.itl, 0) {
 			r := itlRow(o.b, o.a, o.prefilling, (o.b-1)*(o.b-1), o.kv)
 			x, y, groups = append(x, r[:]), append(y, o.itl), append(groups, o.group)
-			amid = append(amid, o.amid)
+			prod = append(prod, o.prod)
 			p.reach, arrived = math.Max(p.reach, o.b), math.Max(arrived, o.a)
 			p.least = math.Min(p.least, o.b)
 		}
@@ -347,7 +347,7 @@ func itlPart(os []obs, pr Prior, prefill float64) part {
 	if e := pr.Levels; e.Value > 0 && e.SE > 0 && e.Batches > measured && len(lent) == 0 {
 		levels = []priorRow{{col: experts, value: e.Value, sd: e.SE}}
 	}
-	if own := concave(x, y, groups, amid, pr, most, priors); (own || levels != nil) && spread(x, experts) {
+	if own := concave(x, y, groups, prod, pr, most, priors); (own || levels != nil) && spread(x, experts) {
 		if own {
 			levels = nil
 		}
@@ -454,35 +454,42 @@ func itlPart(os []obs, pr Prior, prefill float64) part {
 // share of a probe's decode spent in them falls as its batch grows, and
 // the chunk time the harmonic law misses reads as a step that levels off
 // (the suite's chunked-prefill law, which has none, read its short
-// chatbot 1.5 times too high). Nor in a batch with production's requests
-// in it (obs.amid): their contexts differ from the use case's, and
-// what the law charges for that (δk, where the engine says its KV
-// tokens; nothing where it does not) is a line, so a lone probe amid
-// longer ones sits above the bursts' line and reads as a step that
-// levels off (TestProductionOfOtherShapes; the suite's KV-cliff law under
-// production at seed 4103, whose chatbot went from 32.8 against 33.4 to
-// a bound).
-func concave(x [][]float64, y []float64, groups []int, amid []bool, pr Prior, most float64, priors []priorRow) bool {
+// chatbot 1.5 times too high). Production's requests in a batch (prod)
+// are of other contexts than the use case's, and what the law charges
+// for that (δk, where the engine says its KV tokens; nothing where it
+// does not) is a line, so a lone probe amid longer ones sits above the
+// bursts' line and reads as a step that levels off
+// (TestProductionOfOtherShapes). Here each of production's requests costs
+// what one of the use case's does and a part of its own, of either sign,
+// in a column of their count (in place of the bend's, which this fit
+// leaves out): production's contexts beside the use case's are then a
+// line in it, and what is left to bend is the batch's own.
+func concave(x [][]float64, y []float64, groups []int, prod []float64, pr Prior, most float64, priors []priorRow) bool {
 	var px [][]float64
 	var py []float64
 	var pg []int
 	for i, r := range x {
-		if r[prefilling] == 0 && !amid[i] {
+		if r[prefilling] == 0 {
 			line := slices.Clone(r)
-			line[curved] = 0
+			line[curved] = prod[i]
 			px, py, pg = append(px, line), append(py, y[i]), append(pg, groups[i])
 		}
 	}
-	if len(py) == 0 || !spread(px, experts) {
+	if len(py) < MinSamples || !spread(px, experts) {
 		return false
 	}
 	// The use case's own data, with no prior on the slope: the others'
 	// lines would hold δb down and leave the growth to ln b
 	// (itl-at-arrival/3's coding assistant, convex over its three levels,
 	// fitted as a step levelling off).
-	var q part
-	q.fitTo(px, py, pg, Ratio{}, pr, fitITL(most), priors...)
-	if !q.ok {
+	nonneg := slopesNonneg(itlCols)
+	nonneg[curved] = false
+	fit, scale0 := fitITL(most), pr.scale()
+	q, ok := fit(px, py, pg, nonneg, slopePrior{}, scale0)
+	if ok && len(priors) > 0 {
+		q, ok = fit(px, py, pg, nonneg, slopePrior{rows: priors, s2: q.scale * q.scale}, scale0)
+	}
+	if !ok {
 		return false
 	}
 	// A burst's probes are one measurement (the fit's clusters), and a
@@ -492,9 +499,8 @@ func concave(x [][]float64, y []float64, groups []int, amid []bool, pr Prior, mo
 	// own burst says nothing of its shape (itl-at-arrival/4's code
 	// completion: a lone probe and two bursts, convex, fitted as a step
 	// of −9.8 ms levelling off, the lone probe left as an outlier).
-	between := q.fit
-	between.df = float64(distinct(pg) - cols(q.fit.used))
-	return between.shows(experts)
+	q.df = float64(distinct(pg) - cols(q.used))
+	return q.shows(experts)
 }
 
 // distinct is how many different values groups holds.

@@ -31,8 +31,10 @@ type obs struct {
 	// engine reading's span (Point.Prompts), shorter prompts' scaled by
 	// their length over the use case's; 0 for a probe.
 	prompts float64
-	// amid: production's requests ran in its batch.
-	amid bool
+	// prod: production's requests in its batch (of b), for the levelling's
+	// test (concave): a whole engine reading's batch, b − 1 for a lone
+	// probe, what a burst's probe decoded beside of production's.
+	prod float64
 }
 
 // engineGroups numbers the groups of the engine's readings (observations),
@@ -60,7 +62,7 @@ func observations(points []Point, perRequest float64) []obs {
 			// burst's probes are of its level: sixty half minutes of a
 			// steady production that sit 5% off the law say so once.
 			b := p.InFlight
-			o := obs{q: 1, level: b, a: b, b: b, kv: excess(p), itl: p.ITL, decodeOK: true, prefilling: p.Waiting, group: engineGroups + int(math.Round(b))}
+			o := obs{q: 1, level: b, a: b, b: b, kv: excess(p), itl: p.ITL, decodeOK: true, prefilling: p.Waiting, group: engineGroups + int(math.Round(b)), prod: b}
 			if p.Prompts > 0 {
 				// A prompt's prefill grows at least as its length and at
 				// most as its square: production's prompts shorter than the
@@ -97,7 +99,7 @@ func observations(points []Point, perRequest float64) []obs {
 				itl = p.Steady
 			}
 			out = append(out, obs{q: q, level: q, d: a - q, a: a, b: b, kv: excess(p), ttft: p.TTFT, e2e: p.E2E, itl: itl, decodeOK: true, group: len(out), gap: p.MaxGap,
-				amid: b > 1})
+				prod: b - 1})
 			continue
 		}
 		k := [3]int64{p.Time.UnixNano(), int64(p.Burst), int64(p.Cell)}
@@ -186,7 +188,7 @@ func observations(points []Point, perRequest float64) []obs {
 				continue // no first token: a place in the queue, no measurement
 			}
 			o := obs{q: ahead + float64(i+1), w: beside[i], d: running, a: sent, level: level,
-				kv: excess(g[0]), ttft: p.TTFT, e2e: p.E2E, group: len(points) + gi, gap: p.MaxGap, amid: running > 0}
+				kv: excess(g[0]), ttft: p.TTFT, e2e: p.E2E, group: len(points) + gi, gap: p.MaxGap, prod: running}
 			if p.Cell > 0 {
 				// A bench cell is a closed loop of its concurrency n, every
 				// request of every round in it: one stands, on average,
@@ -232,6 +234,7 @@ func observations(points []Point, perRequest float64) []obs {
 				}
 				o.itl, o.decodeOK = p.ITL, true
 				o.b = 1 + production + shared/span
+				o.prod = production
 				// The burst's prompts waited for their first token until
 				// the last of them came: s is the share of its own
 				// decode's time until then, as the law's mean interval

@@ -45,6 +45,9 @@ type twin struct {
 	// past > 0: past a batch of level, each further sequence adds at most
 	// past to a step (the optimistic bound's law, fit).
 	past float64
+	// tangent > 1: past a batch of tangent, the step's ln b term goes on
+	// as its tangent there (the pessimistic bound's law, fit).
+	tangent float64
 	// least > 1: the smallest batch the ITL law's data decoded in, where
 	// its line falls to zero or below at a batch of one (fit). Below it
 	// the step holds its value there: a line fitted where production never
@@ -263,6 +266,9 @@ func (tw twin) closed(n int, sc *scratch) cell {
 			if d := tw.itl[1]; tw.past > 0 && d > tw.past {
 				row[1] = tw.level - 1 + (b-tw.level)*tw.past/d
 			}
+		}
+		if tw.tangent > 1 && b > tw.tangent {
+			row[experts] = math.Log(tw.tangent) + (b-tw.tangent)/tw.tangent
 		}
 		step, arrivals := decodeStep(tw.itl, row[:]), tw.itl[2]
 		for i, o := range active {

@@ -475,21 +475,23 @@ func concave(x [][]float64, y []float64, groups []int, prod []float64, pr Prior,
 			px, py, pg = append(px, line), append(py, y[i]), append(pg, groups[i])
 		}
 	}
-	if len(py) < MinSamples || !spread(px, experts) {
+	if len(py) == 0 || !spread(px, experts) {
 		return false
 	}
 	// The use case's own data, with no prior on the slope: the others'
 	// lines would hold δb down and leave the growth to ln b
 	// (itl-at-arrival/3's coding assistant, convex over its three levels,
 	// fitted as a step levelling off).
-	nonneg := slopesNonneg(itlCols)
-	nonneg[curved] = false
-	fit, scale0 := fitITL(most), pr.scale()
-	q, ok := fit(px, py, pg, nonneg, slopePrior{}, scale0)
-	if ok && len(priors) > 0 {
-		q, ok = fit(px, py, pg, nonneg, slopePrior{rows: priors, s2: q.scale * q.scale}, scale0)
+	// Production's column is free in sign (fitTo holds every slope at or
+	// above zero).
+	free := func(x [][]float64, y []float64, groups []int, nonneg []bool, prior slopePrior, scale0 float64) (linearFit, bool) {
+		nonneg = slices.Clone(nonneg)
+		nonneg[curved] = false
+		return fitITL(most)(x, y, groups, nonneg, prior, scale0)
 	}
-	if !ok {
+	var q part
+	q.fitTo(px, py, pg, Ratio{}, pr, free, priors...)
+	if !q.ok {
 		return false
 	}
 	// A burst's probes are one measurement (the fit's clusters), and a
@@ -499,8 +501,9 @@ func concave(x [][]float64, y []float64, groups []int, prod []float64, pr Prior,
 	// own burst says nothing of its shape (itl-at-arrival/4's code
 	// completion: a lone probe and two bursts, convex, fitted as a step
 	// of −9.8 ms levelling off, the lone probe left as an outlier).
-	q.df = float64(distinct(pg) - cols(q.used))
-	return q.shows(experts)
+	between := q.fit
+	between.df = float64(distinct(pg) - cols(q.fit.used))
+	return between.shows(experts)
 }
 
 // distinct is how many different values groups holds.

@@ -57,6 +57,7 @@ func fit(slos []SLO, os []obs, stat string, shape twin, pr Prior) *fitted {
 	ttft := ttftPart(os, pr)
 	itl := itlPart(prefillShares(os, ttft, shape.input), pr, ttft.prefill())
 	shape.inSteps = decoders(&ttft, itl)
+	shape.saturate = itl.saturate
 	if itl.ok && !(itl.fit.beta[0] > 0) {
 		// A decode step at a batch of one at or below zero: the line
 		// holds only over the batches its data decoded in (twin.least).
@@ -127,7 +128,7 @@ func fit(slos []SLO, os []obs, stat string, shape twin, pr Prior) *fitted {
 	}
 	slower, quicker := itl.fit, itl.fit
 	if itl.ok {
-		slower, quicker = jointly(itl.fit, 1, Reach*itl.reach), jointly(itl.fit, -1, Reach*itl.reach)
+		slower, quicker = jointly(itl.fit, 1, Reach*itl.reach, itl.saturate), jointly(itl.fit, -1, Reach*itl.reach, itl.saturate)
 	}
 	for i := range f.slos {
 		s := &f.slos[i]
@@ -161,7 +162,9 @@ func fit(slos []SLO, os []obs, stat string, shape twin, pr Prior) *fitted {
 		at := math.Min(sf.est, float64(far))
 		lo := shifted(pessimistic, ttft.fit, slower, 1, 1).limit(*s, horizon*far)
 		if itl.wide != nil && s.Name != "ttft_seconds" {
-			lo = math.Min(lo, shifted(pessimistic, ttft.fit, *itl.wide, 1, 1).limit(*s, horizon*far))
+			lnb := pessimistic // its levelling, if any, is ln b (part.wide)
+			lnb.saturate = 0
+			lo = math.Min(lo, shifted(lnb, ttft.fit, *itl.wide, 1, 1).limit(*s, horizon*far))
 		}
 		hi := shifted(optimistic, ttft.fit, quicker, -1, -1).limit(*s, horizon*far)
 		// A closed loop is not monotone in every cost: a quicker decode
@@ -380,11 +383,11 @@ func shifted(shape twin, ttft, itl linearFit, prefill, decode float64) *cells {
 // bounds of 2.6 and 74.0 around 7.0). At b, the far end of what the law
 // is trusted to (Reach times its data), the band is widest. For a
 // prediction r·β the edge is β ± t·Σr/√(rᵀΣr).
-func jointly(f linearFit, side, b float64) linearFit {
+func jointly(f linearFit, side, b, saturate float64) linearFit {
 	if !f.used[1] || !f.used[experts] || !(b > 1) {
 		return f
 	}
-	r := [2]float64{b - 1, math.Log(b)}
+	r := [2]float64{b - 1, levelColumn(b, saturate)}
 	c := [2][2]float64{{f.cov[1][1], f.cov[1][experts]}, {f.cov[experts][1], f.cov[experts][experts]}}
 	sr := [2]float64{c[0][0]*r[0] + c[0][1]*r[1], c[1][0]*r[0] + c[1][1]*r[1]}
 	v := r[0]*sr[0] + r[1]*sr[1]

@@ -201,6 +201,93 @@ func itlRow(b, a, s, bend, k float64) [itlCols]float64 {
 	return [itlCols]float64{1, b - 1, a - b, s, bend, k, math.Log(math.Max(b, 1))}
 }
 
+// levelColumn is the ITL law's levelling column at a batch of b: for a
+// batch of b tokens each routed to k of E experts, the experts read beyond
+// one token's, E·((1 − r) − (1 − r)^b) with r = k/E, in units of
+// E·r·(1 − r): (1 − (1 − r)^(b−1))/r. It rises by one a sequence over the
+// first few and levels at 1/r once every expert is read. r = 0 is ln b,
+// the shape where the data cannot place the saturation (a power of the
+// batch as the power goes to zero: the calibrated simulators' steps).
+func levelColumn(b, r float64) float64 {
+	b = math.Max(b, 1)
+	if r <= 0 {
+		return math.Log(b)
+	}
+	return (1 - math.Pow(1-r, b-1)) / r
+}
+
+// levelSlope is levelColumn's derivative in b: what one more sequence
+// adds to the column there.
+func levelSlope(b, r float64) float64 {
+	b = math.Max(b, 1)
+	if r <= 0 {
+		return 1 / b
+	}
+	return -math.Log1p(-r) * math.Pow(1-r, b-1) / r
+}
+
+// saturations bound where a levelling's shape is looked for: r = k/E
+// from 1/2 (two experts, one a token) to 1/256 (past every reference
+// model's ratio: DeepSeek-V3's 8 of 256 is 1/32), searched on ln r.
+const (
+	saturationMost  = 0.5
+	saturationLeast = 1.0 / 256
+)
+
+// goldenSteps is how many golden-section steps saturation takes: each
+// narrows ln r's range 0.618 times, 15 of them to a thousandth of it.
+const goldenSteps = 15
+
+// saturation is the shape r of a levelling (levelColumn) the data place:
+// the one whose fit (shaped) leaves the least relative squared residuals,
+// searched on ln r by golden section, where it fits better than ln b by
+// more than Student's t squared times its residual variance (an F test of
+// the one parameter more, its degrees of freedom the groups less the
+// coefficients, as concave counts them: a burst's probes are one
+// measurement); 0 (ln b) otherwise. A step that does not level within
+// the batches measured cannot tell one saturation from another, nor from
+// ln b, and keeps ln b.
+func saturation(y []float64, groups []int, shaped func(r float64) ([][]float64, part)) float64 {
+	loss := func(r float64) (float64, linearFit) {
+		xc, q := shaped(r)
+		if !q.ok || !(q.fit.beta[0] > 0) || !(q.fit.beta[experts] > 0) {
+			return math.Inf(1), q.fit
+		}
+		return harmonicLoss(xc, y, q.fit.beta), q.fit
+	}
+	lo, hi := math.Log(saturationLeast), math.Log(saturationMost)
+	const phi = 0.6180339887498949
+	a, b := hi-phi*(hi-lo), lo+phi*(hi-lo)
+	la, _ := loss(math.Exp(a))
+	lb, _ := loss(math.Exp(b))
+	for range goldenSteps {
+		if la <= lb {
+			hi, b, lb = b, a, la
+			a = hi - phi*(hi-lo)
+			la, _ = loss(math.Exp(a))
+		} else {
+			lo, a, la = a, b, lb
+			b = lo + phi*(hi-lo)
+			lb, _ = loss(math.Exp(b))
+		}
+	}
+	best, r := la, math.Exp(a)
+	if lb < la {
+		best, r = lb, math.Exp(b)
+	}
+	base, _ := loss(0)
+	_, f := loss(r)
+	df := float64(distinct(groups) - cols(f.used) - 1)
+	if math.IsInf(best, 1) || df < 1 {
+		return 0
+	}
+	f.df = df
+	if t := f.quantile(); base-best > t*t*best/df {
+		return r
+	}
+	return 0
+}
+
 // decodeStep is the ITL law's decode step D at one row: every coefficient
 // but δp times its column.
 func decodeStep(beta, r []float64) float64 {
@@ -327,9 +414,14 @@ func itlPart(os []obs, pr Prior, prefill float64) part {
 	// tokens each routed to k of its E experts, the weights of the
 	// E·(1 − (1 − k/E)^b) experts they reached, steeply over the first
 	// sequences and level once every expert is read; the calibrated
-	// simulators' steps grow as the batch to a power of 0.06 to 0.44. ln b
-	// is that growth's shape where neither k/E nor the power is known (the
-	// power's limit as it goes to zero). The batches measured bend one way
+	// simulators' steps grow as the batch to a power of 0.06 to 0.44. The
+	// column is the experts read (levelColumn), its share k/E the one the
+	// data place (saturation), or ln b where they place none (the power's
+	// limit as it goes to zero). ln b through a step that saturates goes on
+	// rising where every expert is read, and bends its early sequences
+	// more than the experts do, so that its fit puts δ0 below zero and the
+	// law keeps its line (moe-decode/4101's short chatbot, levelling
+	// plainly over bursts to 64: 104.3 against 167.7). The batches measured bend one way
 	// or the other, so the law takes ln b or the bend, not both (the two
 	// would fit a line's noise between them): ln b where the plain steps
 	// show it (concave) and the whole law's fit keeps it beyond Student's
@@ -351,13 +443,25 @@ func itlPart(os []obs, pr Prior, prefill float64) part {
 		if own {
 			levels = nil
 		}
-		xc := make([][]float64, len(x))
-		for i, r := range x {
-			xc[i] = slices.Clone(r)
-			xc[i][curved] = 0
+		shaped := func(r float64) ([][]float64, part) {
+			xc := make([][]float64, len(x))
+			for i, row := range x {
+				xc[i] = slices.Clone(row)
+				xc[i][curved] = 0
+				xc[i][experts] = levelColumn(row[1]+1, r)
+			}
+			q := p
+			q.saturate = r
+			q.fitTo(xc, y, groups, pr.ITL, pr, fitITL(most), slices.Concat(levels, priors)...)
+			return xc, q
 		}
-		q := p
-		q.fitTo(xc, y, groups, pr.ITL, pr, fitITL(most), slices.Concat(levels, priors)...)
+		// Its own levelling takes the shape its data place (saturation),
+		// a lent one the lender's.
+		r := pr.Levels.Shape
+		if own {
+			r = saturation(y, groups, shaped)
+		}
+		xc, q := shaped(r)
 		// Shown by the plain steps, but not beside the rest of the law's
 		// terms (δa, δp), the law cannot tell it from them and keeps its
 		// line (report 003's coding assistant, whose steps grow linearly
@@ -372,6 +476,11 @@ func itlPart(os []obs, pr Prior, prefill float64) part {
 		// zero.
 		if q.ok && q.fit.beta[0] > 0 && (q.fit.shows(experts) || levels != nil && q.fit.beta[experts] > 0) {
 			p, x, lent, levelled = q, xc, nil, true
+			if r > 0 {
+				if _, l := shaped(0); l.ok && l.fit.beta[0] > 0 {
+					p.wide = &l.fit
+				}
+			}
 		}
 	}
 	if !levelled {

@@ -75,11 +75,19 @@ func (e Estimate) Model() []Parameter {
 	add("itl", itlParams[:], f.laws.itl, f.itlSE[:])
 	// The lag is the twin's (twin.lag), pooled over the target's use cases
 	// (Prior.Lag), not this fit's: it splits τ0, and has no error of its own.
-	return append(out, Parameter{Law: "ttft", Name: lagParam[0], Symbol: lagParam[1], Value: f.laws.lag, SE: math.NaN()})
+	// The levelling's shape is the fit's search (saturation), no
+	// coefficient: it has no error.
+	return append(out, Parameter{Law: "ttft", Name: lagParam[0], Symbol: lagParam[1], Value: f.laws.lag, SE: math.NaN()},
+		Parameter{Law: "itl", Name: shareParam[0], Symbol: shareParam[1], Value: f.laws.saturate, SE: math.NaN()})
 }
 
 // lagParam names the part of τ0 before the engine takes the prompt.
 var lagParam = [2]string{"lag_seconds", "λ"}
+
+// shareParam names the shape of a step's levelling (levelColumn's r): the
+// share k/E of its experts a token is routed to, 0 where δe multiplies
+// ln b.
+var shareParam = [2]string{"expert_share", "k/E"}
 
 // KVCache is the KV cache in tokens the estimate's twin admitted requests
 // by (UseCase.KVTokens), 0 where the engine does not say or no law is
@@ -116,15 +124,22 @@ var terms = map[string]string{
 func Describe(ps []Parameter) string {
 	var ttft, itl []string
 	isLag := func(p Parameter) bool { return p.Law == "ttft" && p.Name == lagParam[0] }
-	lag := 0.0
+	isShare := func(p Parameter) bool { return p.Law == "itl" && p.Name == shareParam[0] }
+	lag, share := 0.0, 0.0
 	if i := slices.IndexFunc(ps, isLag); i >= 0 {
 		lag = ps[i].Value
 	}
+	if i := slices.IndexFunc(ps, isShare); i >= 0 {
+		share = ps[i].Value
+	}
 	for _, p := range ps {
-		if isLag(p) {
-			continue // a part of τ0, said with it
+		if isLag(p) || isShare(p) {
+			continue // a part of τ0, or δe's shape: said with them
 		}
 		term, slope := terms[p.Law+"/"+p.Name]
+		if p.Law == "itl" && p.Name == "log_batch_seconds" && share > 0 {
+			term = "× experts read beyond one token's (k/E " + significant(share, 3) + ")"
+		}
 		// A slope shows where the data measured it above zero; a law's
 		// base wherever it has a value or an error.
 		if slope && (p.Value == 0 || math.IsNaN(p.SE) || p.SE > p.Value) || !slope && p.Value == 0 && math.IsNaN(p.SE) {

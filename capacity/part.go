@@ -18,7 +18,13 @@ type part struct {
 	// wide is the fit with a term the data could not tell from noise
 	// still in it (the bend): not telling it from zero is not knowing it
 	// is zero, so the pessimistic bound is taken from this fit as well.
+	// Beside a saturating levelling it is the fit with ln b instead, which
+	// goes on rising past the batches measured: no batch measured says the
+	// experts are all read beyond them. Its levelling, if any, is ln b.
 	wide *linearFit
+	// saturate is the shape of the ITL law's levelling where it has one
+	// (levelColumn's r): 0 for ln b.
+	saturate float64
 }
 
 // ttftPart fits TTFT = τ0 + τq·(q−1) + τw·w + τd·d: τq per prompt

@@ -57,7 +57,12 @@ type Prior struct {
 // which reach large batches, measure either for a long one's, whose
 // bursts cannot (each of its short probes decodes beside the few whose
 // prefill ended near its own). Zero: none known.
-type Curvature struct{ Value, SE, Batches float64 }
+type Curvature struct {
+	Value, SE, Batches float64
+	// Shape is a levelling's (levelColumn's r, k/E): 0 for ln b, and for
+	// a bend. A levelling's value is in its shape's units.
+	Shape float64
+}
 
 // levelled is δb as the use case whose steps levelled off (δe kept) at the
 // most batches measured it, of those whose sequences hold no more KV
@@ -186,6 +191,9 @@ func Ratios(u UseCase, points []Point) Slopes {
 	}{{curved, &out.Bend}, {experts, &out.Levels}} {
 		if f := itl.fit; itl.ok && f.used[c.col] && f.cov[c.col][c.col] > 0 && !math.IsInf(f.cov[c.col][c.col], 0) {
 			*c.to = Curvature{Value: f.beta[c.col], SE: math.Sqrt(f.cov[c.col][c.col]), Batches: itl.batches}
+			if c.col == experts {
+				c.to.Shape = itl.saturate
+			}
 		}
 	}
 	for _, p := range []struct {
@@ -305,12 +313,21 @@ func Pool(others []Slopes, self Slopes) Prior {
 
 // poolCurvature is the curvature the others' own data kept (of), pooled as
 // themselves by randomEffects, reaching as far as the furthest of their
-// batches; zero where none kept it.
+// batches; zero where none kept it. A levelling's value is one of its
+// shape's: the shape is the one measured at the most batches, the nearest
+// to where every expert is read, and only the others of that shape pool
+// with it.
 func poolCurvature(others []Slopes, of func(Slopes) Curvature) Curvature {
+	shape, most := 0.0, 0.0
+	for _, o := range others {
+		if c := of(o); c.Value > 0 && c.SE > 0 && c.Batches > most {
+			shape, most = c.Shape, c.Batches
+		}
+	}
 	var v, se []float64
 	batches := 0.0
 	for _, o := range others {
-		if c := of(o); c.Value > 0 && c.SE > 0 {
+		if c := of(o); c.Value > 0 && c.SE > 0 && c.Shape == shape {
 			v, se = append(v, c.Value), append(se, c.SE)
 			batches = math.Max(batches, c.Batches)
 		}
@@ -319,7 +336,7 @@ func poolCurvature(others []Slopes, of func(Slopes) Curvature) Curvature {
 	if !ok {
 		return Curvature{}
 	}
-	return Curvature{Value: m, SE: sd, Batches: batches}
+	return Curvature{Value: m, SE: sd, Batches: batches, Shape: shape}
 }
 
 // lentStep is δp as the use case with the shortest prompt no shorter than

@@ -45,9 +45,11 @@ type twin struct {
 	// past > 0: past a batch of level, each further sequence adds at most
 	// past to a step (the optimistic bound's law, fit).
 	past float64
-	// tangent > 1: past a batch of tangent, the step's ln b term goes on
-	// as its tangent there (the pessimistic bound's law, fit).
+	// tangent > 1: past a batch of tangent, the step's levelling term goes
+	// on as its tangent there (the pessimistic bound's law, fit).
 	tangent float64
+	// saturate is the shape of the step's levelling (levelColumn; 0: ln b).
+	saturate float64
 	// least > 1: the smallest batch the ITL law's data decoded in, where
 	// its line falls to zero or below at a batch of one (fit). Below it
 	// the step holds its value there: a line fitted where production never
@@ -261,14 +263,15 @@ func (tw twin) closed(n int, sc *scratch) cell {
 		// the batch.
 		b := math.Max(batch, tw.least)
 		row := itlRow(b, b, 0, tw.bend(b-1), kI)
+		row[experts] = levelColumn(b, tw.saturate)
 		if tw.level > 1 && b > tw.level {
-			row[experts] = math.Log(tw.level)
+			row[experts] = levelColumn(tw.level, tw.saturate)
 			if d := tw.itl[1]; tw.past > 0 && d > tw.past {
 				row[1] = tw.level - 1 + (b-tw.level)*tw.past/d
 			}
 		}
 		if tw.tangent > 1 && b > tw.tangent {
-			row[experts] = math.Log(tw.tangent) + (b-tw.tangent)/tw.tangent
+			row[experts] = levelColumn(tw.tangent, tw.saturate) + (b-tw.tangent)*levelSlope(tw.tangent, tw.saturate)
 		}
 		step, arrivals := decodeStep(tw.itl, row[:]), tw.itl[2]
 		for i, o := range active {

@@ -17,7 +17,9 @@ import (
 // use case of ten draws of each family whose law the model's terms state:
 // what is left of the suite's misses on these families is the fit's, not
 // the twin's. The power laws (a step growing as a power of the batch, which
-// the twin's bend only approximates), noise and restarts are left out.
+// the twin's bend only approximates), noise and restarts are left out. A
+// mixture of experts is in: its step's levelling is the experts its batch
+// reads, the model's column at the law's own k/E (levelColumn).
 // fcfs-prefill is held since the twin charges a queue's head what it has
 // left (twin.closed's queue share): charged its whole prefill, as before,
 // the twin placed 8 of its 50 cases 5.5% to 16% low.
@@ -34,7 +36,7 @@ func TestTwinPlacesAKnownLawsCapacity(t *testing.T) {
 	}
 	for _, f := range scripted.Families() {
 		switch f.Name {
-		case "linear", "decode-bound", "kv-cliff", "chunked-prefill", "fcfs-prefill":
+		case "linear", "decode-bound", "kv-cliff", "chunked-prefill", "fcfs-prefill", "moe-decode":
 		default:
 			continue
 		}
@@ -46,9 +48,9 @@ func TestTwinPlacesAKnownLawsCapacity(t *testing.T) {
 				for _, cu := range config.DefaultUseCases() {
 					u := capacity.UseCase{Name: cu.Name, InputTokens: inputs[cu.Scenario], OutputTokens: cu.OutputTokens,
 						TTFTMax: cu.TTFTMax.Seconds(), E2EMax: cu.E2EMax.Seconds(), DecodeMin: cu.DecodeMinTPS}
-					ttft, itl, inSteps := coefficients(l, u)
+					ttft, itl, inSteps, share := coefficients(l, u)
 					want := l.Truth(u.InputTokens, u.OutputTokens, cu)
-					got := capacity.TwinCapacity(u, ttft, itl, float64(l.KVTokens), inSteps)
+					got := capacity.TwinCapacity(u, ttft, itl, float64(l.KVTokens), inSteps, share)
 					all++
 					if math.Abs(got-want) > math.Max(1, 0.05*want) {
 						off++
@@ -63,9 +65,17 @@ func TestTwinPlacesAKnownLawsCapacity(t *testing.T) {
 
 // coefficients are a scripted law's in the model's terms for a use case:
 // the TTFT law's τ0, τq, τw, τd, τk and the ITL law's δ0, δb, δa, δp, δ2,
-// δk (capacity/itl.go's columns), and whether the engine prefills in the
-// steps that decode.
-func coefficients(l scripted.Law, u capacity.UseCase) (ttft, itl []float64, inSteps bool) {
+// δk and δe (capacity/itl.go's columns), whether the engine prefills in
+// the steps that decode, and the levelling's shape k/E. A mixture of
+// experts reads, beyond one token's experts, E·((1 − r) − (1 − r)^b) of
+// them at a batch of b, r = k/E: the column (1 − (1 − r)^(b−1))/r times
+// δe = ExpertRead·E·r·(1 − r).
+func coefficients(l scripted.Law, u capacity.UseCase) (ttft, itl []float64, inSteps bool, share float64) {
+	levels := 0.0
+	if l.Experts > 0 {
+		share = float64(l.Active) / float64(l.Experts)
+		levels = l.ExpertRead * float64(l.Experts) * share * (1 - share)
+	}
 	L := float64(u.InputTokens)
 	held := L + float64(u.OutputTokens)/2 // a sequence's KV tokens, averaged over its decode
 	prefill := l.PrefillPerToken*L + l.PrefillQuad*L*L
@@ -85,7 +95,7 @@ func coefficients(l scripted.Law, u capacity.UseCase) (ttft, itl []float64, inSt
 		if l.ITLAtArrival {
 			arrival = l.ITLSlope
 		}
-		return ttft, []float64{l.ITLBase + l.ITLPerKToken*L/1000, l.ITLSlope, arrival, 0, 0, 0}, false
+		return ttft, []float64{l.ITLBase + l.ITLPerKToken*L/1000, l.ITLSlope, arrival, 0, 0, 0, levels}, false, share
 	}
 	// Steps of StepBase, a chunk of prefill each (a prompt's overhead in
 	// its first), and StepPerSeq with its KV reads per sequence decoding:
@@ -102,7 +112,7 @@ func coefficients(l scripted.Law, u capacity.UseCase) (ttft, itl []float64, inSt
 	if L < C {
 		ttft[1], ttft[2] = l.Overhead+prefill, l.Overhead+prefill
 	}
-	return ttft, []float64{l.StepBase + perSeq, perSeq, 0, chunk, 0, 0}, true
+	return ttft, []float64{l.StepBase + perSeq, perSeq, 0, chunk, 0, 0, levels}, true, share
 }
 
 // The twin, given report 002's simulator's own law for its 64K document,
@@ -136,7 +146,7 @@ func TestTwinPlacesReport002sDocument(t *testing.T) {
 	u := capacity.UseCase{Name: f.Name, InputTokens: f.Context, OutputTokens: f.Output, TTFTMax: f.TTFTMax, DecodeMin: f.DecodeMin, Statistic: "mean"}
 	u.Prior.Lag = 0.07
 	twin := func(dp float64) float64 {
-		return capacity.TwinCapacity(u, []float64{4.08, 4.0, 0, 0.003, 0}, []float64{0.0079, 0.0016, 0, dp, 0, 0}, float64(prof.Params.KVCapacity), false)
+		return capacity.TwinCapacity(u, []float64{4.08, 4.0, 0, 0.003, 0}, []float64{0.0079, 0.0016, 0, dp, 0, 0}, float64(prof.Params.KVCapacity), false, 0)
 	}
 	got, fitted := twin(2), twin(0.03)
 	t.Logf("simulator %.2f; the twin with δp 2 s %.2f, 1 s %.2f, 0.3 s %.2f, 0.1 s %.2f, 30 ms %.2f", truth, got, twin(1), twin(0.3), twin(0.1), fitted)

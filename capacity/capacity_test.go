@@ -2092,11 +2092,9 @@ func TestALentLevellingIsKept(t *testing.T) {
 		if !p.ok {
 			t.Fatal("no ITL law")
 		}
-		step := 0.0
-		for j, v := range itlRow(48, 48, 0, 0, 0) {
-			step += p.fit.beta[j] * v
-		}
-		return step, p.fit.used[experts]
+		r := itlRow(48, 48, 0, 0, 0)
+		r[experts] = levelColumn(48, p.saturate)
+		return decodeStep(p.fit.beta, r[:]), p.fit.used[experts]
 	}
 	line, _ := at48(Prior{})
 	levels := Curvature{Value: 0.0118, SE: 0.0059, Batches: 64}
@@ -2104,11 +2102,14 @@ func TestALentLevellingIsKept(t *testing.T) {
 		name     string
 		lent     Prior
 		levelled bool
+		within   float64 // of the truth, where the lent levelling has its shape; 0: nearer than the line
 	}{
-		{"nothing lent", Prior{}, false},
-		{"lent from 64 sequences", Prior{Levels: levels}, true},
-		{"lent from no further than its own", Prior{Levels: Curvature{Value: 0.0118, SE: 0.0059, Batches: 16}}, false},
-		{"beside a lent bend", Prior{Levels: levels, Bend: Curvature{Value: 0.00015, SE: 0.00008, Batches: 40}}, false},
+		{"nothing lent", Prior{}, false, 0},
+		{"lent from 64 sequences", Prior{Levels: levels}, true, 0},
+		// δe in the experts' units at k/E = 1/8: 0.528 ms times 64·(1/8)·(7/8).
+		{"lent with its shape", Prior{Levels: Curvature{Value: 0.0037, SE: 0.0005, Batches: 64, Shape: 0.125}}, true, 0.05},
+		{"lent from no further than its own", Prior{Levels: Curvature{Value: 0.0118, SE: 0.0059, Batches: 16}}, false, 0},
+		{"beside a lent bend", Prior{Levels: levels, Bend: Curvature{Value: 0.00015, SE: 0.00008, Batches: 40}}, false, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			step, levelled := at48(c.lent)
@@ -2119,6 +2120,9 @@ func TestALentLevellingIsKept(t *testing.T) {
 			t.Logf("step at 48: %.1f ms, the line's %.1f ms, truth %.1f ms", 1000*step, 1000*line, 1000*truth)
 			if c.levelled && !(math.Abs(step-truth) < 0.5*math.Abs(line-truth)) {
 				t.Errorf("step at 48 sequences %.1f ms, no nearer %.1f ms than half the line's error (%.1f ms)", 1000*step, 1000*truth, 1000*line)
+			}
+			if c.within > 0 && !(math.Abs(step-truth) < c.within*truth) {
+				t.Errorf("step at 48 sequences %.1f ms, more than %.0f%% off %.1f ms", 1000*step, 100*c.within, 1000*truth)
 			}
 		})
 	}
@@ -2213,6 +2217,47 @@ func TestALevellingTakesTheShapeItsDataPlace(t *testing.T) {
 			t.Logf("r %.4f; step at %d: %.2f ms against %.2f", p.saturate, b, 1000*got, 1000*want)
 			if math.Abs(got-want) > 0.05*want {
 				t.Errorf("step at %d %.2f ms, more than 5%% off the law's %.2f", b, 1000*got, 1000*want)
+			}
+		})
+	}
+}
+
+// A use case whose own steps show a levelling but are too few to place its
+// shape takes the shape a use case measured further placed: k/E is the
+// model's, whatever the prompt (moe-decode/3's idle document, four groups,
+// fitted ln b while its three other use cases placed 1/8).
+func TestALevellingTakesALentShape(t *testing.T) {
+	// 64 experts, 8 a token, 0.528 ms each: moe-decode/3's step.
+	moe := func(b float64) float64 { return 0.0113 + 0.0003*(b-1) + 0.0338*(1-math.Pow(7.0/8, b)) }
+	var os []obs
+	for g, b := range []float64{1, 4, 8, 12, 16} {
+		for _, noise := range []float64{1.01, 0.99, 1.005, 0.995} {
+			os = append(os, obs{q: 1, a: b, b: b, level: b, itl: noise * moe(b), decodeOK: true, group: g})
+		}
+	}
+	for _, c := range []struct {
+		name  string
+		lent  Curvature
+		shape float64
+	}{
+		{"nothing lent: ln b", Curvature{}, 0},
+		{"a shape lent from 64 sequences", Curvature{Value: 0.0037, SE: 0.0005, Batches: 64, Shape: 0.125}, 0.125},
+		{"a shape lent from no further than its own", Curvature{Value: 0.0037, SE: 0.0005, Batches: 16, Shape: 0.125}, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := itlPart(slices.Clone(os), Prior{ITL: Ratio{Value: 0.1, SE: 0.05}, Scale: 0.01, Reach: 64, Levels: c.lent}, 0)
+			if !p.ok || !p.fit.used[experts] {
+				t.Fatalf("no levelling kept (ok %v)", p.ok)
+			}
+			if p.saturate != c.shape {
+				t.Fatalf("shape %.4f, want %.4f", p.saturate, c.shape)
+			}
+			r := itlRow(48, 48, 0, 0, 0)
+			r[experts] = levelColumn(48, p.saturate)
+			step, truth := decodeStep(p.fit.beta, r[:]), moe(48)
+			t.Logf("step at 48: %.1f ms, truth %.1f ms", 1000*step, 1000*truth)
+			if off := math.Abs(step-truth) / truth; c.shape > 0 && off > 0.05 || c.shape == 0 && off < 0.05 {
+				t.Errorf("step at 48 sequences %.1f ms, %.0f%% off %.1f ms", 1000*step, 100*off, 1000*truth)
 			}
 		})
 	}

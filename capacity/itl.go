@@ -455,11 +455,19 @@ func itlPart(os []obs, pr Prior, prefill float64) part {
 			q.fitTo(xc, y, groups, pr.ITL, pr, fitITL(most), slices.Concat(levels, priors)...)
 			return xc, q
 		}
-		// Its own levelling takes the shape its data place (saturation),
-		// a lent one the lender's.
-		r := pr.Levels.Shape
+		// Its own levelling takes the shape its data place (saturation);
+		// where they place none, and a lent one the lender's, measured
+		// further. k/E is the model's, the share of its experts a token is
+		// routed to, whatever the prompt: moe-decode/3's idle document, its
+		// bursts too few to place it (three coefficients and a shape
+		// through four groups), fitted ln b where its three other use
+		// cases each placed 1/8.
+		r := 0.0
 		if own {
 			r = saturation(y, groups, shaped)
+		}
+		if lent := pr.Levels; r == 0 && lent.Batches > measured {
+			r = lent.Shape
 		}
 		xc, q := shaped(r)
 		// Shown by the plain steps, but not beside the rest of the law's

@@ -421,12 +421,12 @@ func itlPart(os []obs, pr Prior, prefill float64) part {
 	// rising where every expert is read, and bends its early sequences
 	// more than the experts do, so that its fit puts δ0 below zero and the
 	// law keeps its line (moe-decode/4101's short chatbot, levelling
-	// plainly over bursts to 64: 104.3 against 167.7). The batches measured bend one way
-	// or the other, so the law takes ln b or the bend, not both (the two
-	// would fit a line's noise between them): ln b where the plain steps
-	// show it (concave) and the whole law's fit keeps it beyond Student's
-	// t; a line's noise would otherwise bend its extrapolation down,
-	// towards a capacity too high.
+	// plainly over bursts to 64: 104.3 against 167.7). The batches
+	// measured bend one way or the other, so the law takes a levelling or
+	// the bend, not both (the two would fit a line's noise between them):
+	// a levelling where the plain steps show it (concave) and the whole
+	// law's fit keeps it beyond Student's t; a line's noise would
+	// otherwise bend its extrapolation down, towards a capacity too high.
 	levelled := false
 	// Where this use case's own steps cannot show it (too few bursts to
 	// tell a curve from a line; steps that carry prompts' chunks), the

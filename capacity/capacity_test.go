@@ -1225,6 +1225,21 @@ func BenchmarkEvaluate(b *testing.B) {
 	}
 }
 
+// BenchmarkEvaluateLevelling is BenchmarkEvaluate on a mixture of experts
+// (64 experts, 8 a token: moe-decode/3's step), whose levelling's shape
+// the fit searches (saturation): its cost beside a line's.
+func BenchmarkEvaluateLevelling(b *testing.B) {
+	moe := func(n float64) float64 { return 0.0113 + 0.0003*(n-1) + 0.0338*(1-math.Pow(7.0/8, n)) }
+	l := server{ttft: func(q, w, d float64) float64 { return 0.2 + 0.3*(q-1+w+d) }, itl: func(b, a float64) float64 { return moe(b) }}
+	ps := window(l, loads(120, 1, 6), []int{4, 8, 16, 32}, 0.03, 1)
+	u := UseCase{Name: "c", Statistic: "p90", TTFTMax: 20, DecodeMin: 15}
+	for b.Loop() {
+		for range 100 * 5 {
+			Evaluate("a", u, ps, Production{InFlight: 3})
+		}
+	}
+}
+
 func TestEstimateJSONWithNonFiniteValues(t *testing.T) {
 	inf := math.Inf(1)
 	e := Estimate{Target: "a", Capacity: math.NaN(), Upper: inf, Load: inf, Free: math.Inf(-1),

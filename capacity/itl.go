@@ -443,7 +443,17 @@ func itlPart(os []obs, pr Prior, prefill float64) part {
 		if own {
 			levels = nil
 		}
+		// The law fitted with each shape, kept: the search ends on a shape
+		// it fitted, and ln b's fit is the lower bound's too (wide).
+		type shapedFit struct {
+			xc [][]float64
+			q  part
+		}
+		fits := map[float64]shapedFit{}
 		shaped := func(r float64) ([][]float64, part) {
+			if f, ok := fits[r]; ok {
+				return f.xc, f.q
+			}
 			xc := make([][]float64, len(x))
 			for i, row := range x {
 				xc[i] = slices.Clone(row)
@@ -453,6 +463,7 @@ func itlPart(os []obs, pr Prior, prefill float64) part {
 			q := p
 			q.saturate = r
 			q.fitTo(xc, y, groups, pr.ITL, pr, fitITL(most), slices.Concat(levels, priors)...)
+			fits[r] = shapedFit{xc, q}
 			return xc, q
 		}
 		// Its own levelling takes the shape its data place (saturation);

@@ -399,7 +399,7 @@ func TestTheITLLawStartsInsideItsDomain(t *testing.T) {
 	var y []float64
 	var groups []int
 	for _, o := range rows {
-		r := itlRow(o.b, o.a, o.prefilling, 0, o.kv)
+		r := itlRow(o.b, o.a, o.prefilling, 0, o.kv, 0)
 		r[experts] = 0 // the law's line, as itlPart fits it where no step levels off
 		x, y, groups = append(x, r[:]), append(y, o.itl), append(groups, o.group)
 	}
@@ -660,7 +660,7 @@ func TestFitLinear(t *testing.T) {
 
 // row is the ITL law's columns as a slice.
 func row(b, a, bend float64) []float64 {
-	r := itlRow(b, a, 0, bend, 0)
+	r := itlRow(b, a, 0, bend, 0, 0)
 	return r[:]
 }
 
@@ -2107,8 +2107,7 @@ func TestALentLevellingIsKept(t *testing.T) {
 		if !p.ok {
 			t.Fatal("no ITL law")
 		}
-		r := itlRow(48, 48, 0, 0, 0)
-		r[experts] = levelColumn(48, p.saturate)
+		r := itlRow(48, 48, 0, 0, 0, p.saturate)
 		return decodeStep(p.fit.beta, r[:]), p.fit.used[experts]
 	}
 	line, _ := at48(Prior{})
@@ -2223,8 +2222,7 @@ func TestALevellingTakesTheShapeItsDataPlace(t *testing.T) {
 				t.Errorf("saturation %.4f, want one: %v", p.saturate, c.saturates)
 			}
 			at := func(b float64) float64 {
-				r := itlRow(b, b, 0, 0, 0)
-				r[experts] = levelColumn(b, p.saturate)
+				r := itlRow(b, b, 0, 0, 0, p.saturate)
 				return decodeStep(p.fit.beta, r[:])
 			}
 			const b = 128
@@ -2267,8 +2265,7 @@ func TestALevellingTakesALentShape(t *testing.T) {
 			if p.saturate != c.shape {
 				t.Fatalf("shape %.4f, want %.4f", p.saturate, c.shape)
 			}
-			r := itlRow(48, 48, 0, 0, 0)
-			r[experts] = levelColumn(48, p.saturate)
+			r := itlRow(48, 48, 0, 0, 0, p.saturate)
 			step, truth := decodeStep(p.fit.beta, r[:]), moe(48)
 			t.Logf("step at 48: %.1f ms, truth %.1f ms", 1000*step, 1000*truth)
 			if off := math.Abs(step-truth) / truth; c.shape > 0 && off > 0.05 || c.shape == 0 && off < 0.05 {

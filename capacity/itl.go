@@ -196,9 +196,10 @@ func stepShare(beta, r []float64) (dD, dP float64, positive bool) {
 // itlRow is the ITL law's columns for a request that decoded in a batch b,
 // arrived into a requests, decoded a share s of its time while prompts
 // waited for their first token, beside k thousand KV tokens beyond its
-// count's worth; bend is what stands for (b−1)² (twin.bend).
-func itlRow(b, a, s, bend, k float64) [itlCols]float64 {
-	return [itlCols]float64{1, b - 1, a - b, s, bend, k, math.Log(math.Max(b, 1))}
+// count's worth; bend is what stands for (b−1)² (twin.bend), and the
+// levelling's column is of shape r (levelColumn).
+func itlRow(b, a, s, bend, k, r float64) [itlCols]float64 {
+	return [itlCols]float64{1, b - 1, a - b, s, bend, k, levelColumn(b, r)}
 }
 
 // levelColumn is the ITL law's levelling column at a batch of b: for a
@@ -358,7 +359,7 @@ func itlPart(os []obs, pr Prior, prefill float64) part {
 	p.least = math.Inf(1)
 	for _, o := range os {
 		if o.decodeOK && o.itl > 0 && !math.IsInf(o.itl, 0) {
-			r := itlRow(o.b, o.a, o.prefilling, (o.b-1)*(o.b-1), o.kv)
+			r := itlRow(o.b, o.a, o.prefilling, (o.b-1)*(o.b-1), o.kv, 0)
 			x, y, groups = append(x, r[:]), append(y, o.itl), append(groups, o.group)
 			prod = append(prod, o.prod)
 			p.reach, arrived = math.Max(p.reach, o.b), math.Max(arrived, o.a)

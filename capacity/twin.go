@@ -262,8 +262,7 @@ func (tw twin) closed(n int, sc *scratch) cell {
 		// request's own: δa per request in flight it arrived into beyond
 		// the batch.
 		b := math.Max(batch, tw.least)
-		row := itlRow(b, b, 0, tw.bend(b-1), kI)
-		row[experts] = levelColumn(b, tw.saturate)
+		row := itlRow(b, b, 0, tw.bend(b-1), kI, tw.saturate)
 		if tw.level > 1 && b > tw.level {
 			row[experts] = levelColumn(tw.level, tw.saturate)
 			if d := tw.itl[1]; tw.past > 0 && d > tw.past {

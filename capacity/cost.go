@@ -143,14 +143,14 @@ func (c PrefillCost) perToken(tokens float64) float64 {
 // perToken(prompt), within what physics allows. The points are points
 // itself where nothing changes.
 func (c PrefillCost) weigh(points []Point, prompt float64) []Point {
-	if len(c.Tokens) == 0 || !(prompt > 0) || !slices.ContainsFunc(points, func(p Point) bool { return p.Queued > 0 }) {
+	if len(c.Tokens) == 0 || !(prompt > 0) || !slices.ContainsFunc(points, weighable) {
 		return points
 	}
 	own := c.perToken(prompt)
 	out := slices.Clone(points)
 	for i := range out {
 		p := &out[i]
-		if !(p.Queued > 0) || math.IsInf(p.Queued, 0) || p.Cell > 0 || p.Engine {
+		if !weighable(*p) {
 			continue
 		}
 		// A prompt's prefill grows at least as its length and at most as
@@ -160,14 +160,24 @@ func (c PrefillCost) weigh(points []Point, prompt float64) []Point {
 		r := p.Queued / prompt
 		m := min(max(c.perToken(p.Queued)/own, min(1, r)), max(1, r))
 		if p.Burst <= 1 {
-			if p.Level > 1 {
-				p.Level = 1 + (p.Level-1)*m
-			}
+			p.Level = 1 + (p.Level-1)*m
 			continue
 		}
-		if n := float64(p.Burst); p.Load > n {
-			p.Load = n + (p.Load-n)*m
-		}
+		n := float64(p.Burst)
+		p.Load = n + (p.Load-n)*m
 	}
 	return out
+}
+
+// weighable says whether a cost moves p's level (weigh): a probe's, not a
+// bench cell's nor an engine reading's, that counted production's prompts
+// ahead of it by their tokens (Point.Queued).
+func weighable(p Point) bool {
+	if !(p.Queued > 0) || math.IsInf(p.Queued, 0) || p.Cell > 0 || p.Engine {
+		return false
+	}
+	if p.Burst <= 1 {
+		return p.Level > 1
+	}
+	return p.Load > float64(p.Burst)
 }

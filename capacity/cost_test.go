@@ -151,3 +151,49 @@ func TestWeighLeavesTheWindowAlone(t *testing.T) {
 		t.Fatalf("weighed %v, the window's point now %v: want a weighed copy", got[0].Level, points[0].Level)
 	}
 }
+
+// A use case none of whose points a cost can move reads the same from them
+// at every cost (the estimator reads its slopes once, not every pass).
+func TestWeighsWhereACostMovesThePoints(t *testing.T) {
+	costs := []PrefillCost{
+		{Tokens: []float64{8192, 65536}, PerToken: []float64{15e-6, 61e-6}},
+		{Tokens: []float64{8192, 65536}, PerToken: []float64{61e-6, 15e-6}},
+		{Tokens: []float64{1024, 98304}, PerToken: []float64{1e-6, 90e-6}},
+	}
+	for _, c := range []struct {
+		name   string
+		u      UseCase
+		p      Point
+		weighs bool
+	}{
+		{"a lone probe behind production's prompts", UseCase{InputTokens: 8192}, Point{Level: 3, Queued: 65536}, true},
+		{"a burst with production ahead", UseCase{InputTokens: 8192}, Point{Burst: 4, Load: 6, Queued: 1024}, true},
+		{"a lone probe that met no prefill", UseCase{InputTokens: 8192}, Point{Level: 1, Queued: 65536}, false},
+		{"a burst with none ahead", UseCase{InputTokens: 8192}, Point{Burst: 4, Load: 4, Queued: 65536}, false},
+		{"production's prompt not known (an idle target)", UseCase{InputTokens: 8192}, Point{Level: 3}, false},
+		{"a bench cell", UseCase{InputTokens: 8192}, Point{Cell: 1, Burst: 4, Load: 12, Queued: 65536}, false},
+		{"an engine reading", UseCase{InputTokens: 8192}, Point{Engine: true, Level: 3, Queued: 65536}, false},
+		{"a warm prefix", UseCase{InputTokens: 8192, Warm: true}, Point{Level: 3, Queued: 65536}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			points := []Point{c.p}
+			if got := c.u.Weighs(points); got != c.weighs {
+				t.Fatalf("Weighs = %v, want %v", got, c.weighs)
+			}
+			moved := false
+			for _, cost := range costs {
+				u := c.u
+				u.Cost = cost
+				if got := u.weighed(points)[0]; got.Level != c.p.Level || got.Load != c.p.Load {
+					moved = true
+				}
+			}
+			if !c.weighs && moved {
+				t.Errorf("a cost moved a point Weighs says none moves")
+			}
+			if c.weighs && !moved {
+				t.Errorf("no cost moved a point Weighs says one moves")
+			}
+		})
+	}
+}

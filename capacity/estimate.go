@@ -57,6 +57,13 @@ func (u UseCase) weighed(points []Point) []Point {
 	return u.Cost.weigh(points, float64(u.InputTokens))
 }
 
+// Weighs says whether any prefill cost moves the use case's points
+// (weighed): where none does, what it reads from them (Ratios, the
+// estimate's fits) is the same at every Cost.
+func (u UseCase) Weighs(points []Point) bool {
+	return !u.Warm && u.InputTokens > 0 && slices.ContainsFunc(points, weighable)
+}
+
 // SLO is one threshold of a use case, as exported in headroom_slo_threshold.
 type SLO struct {
 	Name      string  `json:"slo"` // ttft_seconds, e2e_seconds, itl_seconds, decode_tokens_per_second

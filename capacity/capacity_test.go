@@ -2274,3 +2274,40 @@ func TestALevellingTakesALentShape(t *testing.T) {
 		})
 	}
 }
+
+// A bend another use case lent is taken as measured as far as the lender
+// measured it, and past that as its tangent there; a use case's own bend
+// as fitted (fitted's laws, the estimate's twin).
+func TestALentBendGoesOnAsItsTangentPastTheLendersBatches(t *testing.T) {
+	line := func(b float64) float64 { return 0.009 + 0.0005*(b-1) }
+	bent := func(b float64) float64 { return line(b) + 0.00002*(b-1)*(b-1) }
+	window := func(law func(float64) float64, batches []float64) []obs {
+		var os []obs
+		for i, b := range batches {
+			for range 3 {
+				os = append(os, obs{q: 1, a: b, b: b, level: b, itl: law(b), decodeOK: true, group: i})
+			}
+		}
+		return os
+	}
+	slos := []SLO{{Name: "decode_tokens_per_second", Threshold: 12.5}}
+	for _, c := range []struct {
+		name     string
+		os       []obs
+		pr       Prior
+		straight float64
+	}{
+		{"lent by a use case measured to 32", window(line, []float64{1, 2, 3, 4}), Prior{Bend: Curvature{Value: 0.00002, SE: 0.000002, Batches: 32}}, 31},
+		{"its own, measured to 32", window(bent, []float64{1, 4, 8, 16, 32}), Prior{}, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := fit(slos, c.os, "mean", twin{output: 64}, c.pr)
+			if f.laws.itl[curved] <= 0 {
+				t.Fatalf("no bend in the estimate's law (%v)", f.laws.itl)
+			}
+			if f.laws.straight != c.straight {
+				t.Errorf("the estimate's bend goes on as its tangent past %v, want %v", f.laws.straight, c.straight)
+			}
+		})
+	}
+}

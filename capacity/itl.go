@@ -564,6 +564,7 @@ func itlPart(os []obs, pr Prior, prefill float64) part {
 		p.reach = measured
 		if len(lent) > 0 {
 			p.reach = math.Max(measured, pr.Bend.Batches)
+			p.lentTo = pr.Bend.Batches
 		}
 	}
 	if p.ok && p.fit.used[2] {

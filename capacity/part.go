@@ -13,6 +13,9 @@ type part struct {
 	// batches is the largest batch the ITL law's data decoded in: how far
 	// they measured its bend, whatever δa's reach.
 	batches float64
+	// lentTo is how far the use case that lent this law its bend measured
+	// it (Prior.Bend.Batches); 0 where the bend is its own, or none.
+	lentTo float64
 	// least is the smallest batch the ITL law's data decoded in.
 	least float64
 	// wide is the fit with a term the data could not tell from noise

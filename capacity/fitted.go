@@ -86,7 +86,7 @@ func fit(slos []SLO, os []obs, stat string, shape twin, pr Prior) *fitted {
 	// any tangent (taken for every bend, 24 fewer within; the changelog).
 	// The pessimistic bound keeps the square.
 	est := shape
-	if len(itl.fit.used) > curved && itl.fit.used[curved] && itl.lentTo > 0 {
+	if itl.lentTo > 0 { // set only where the law keeps a lent bend
 		est.straight = math.Max(itl.lentTo-1, 1)
 	}
 	f := &fitted{laws: est.with(ttft.fit.beta, itl.fit.beta), slos: slices.Clone(slos), capacity: math.NaN(), sloped: true,

@@ -37,7 +37,8 @@ type twin struct {
 	// each of which holds held (UseCase.held).
 	beyond, held float64
 	// straight > 0: past that many others in its batch, the bend goes on
-	// as its tangent there (the optimistic bound's law, fit).
+	// as its tangent there (the optimistic bound's law, and the estimate's
+	// where the bend is lent: fit).
 	straight float64
 	// level > 1: past a batch of level, the step's ln b term holds its
 	// value there (the optimistic bound's law, fit).

@@ -269,7 +269,13 @@ func (m *Memo) evaluate(target string, u UseCase, points []Point, now Production
 }
 
 func recent(points []Point, since time.Time) []Point {
-	var out []Point
+	n := 0
+	for _, p := range points {
+		if !p.Time.Before(since) {
+			n++
+		}
+	}
+	out := make([]Point, 0, n)
 	for _, p := range points {
 		if !p.Time.Before(since) {
 			out = append(out, p)

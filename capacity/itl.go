@@ -351,16 +351,16 @@ func prefillShares(os []obs, ttft part, input float64) []obs {
 // (curved).
 func itlPart(os []obs, pr Prior, prefill float64) part {
 	var p part
-	var x [][]float64
-	var y []float64
-	var groups []int
-	var prod []float64
+	x, y, groups, prod := make([][]float64, 0, len(os)), make([]float64, 0, len(os)), make([]int, 0, len(os)), make([]float64, 0, len(os))
+	cells := make([]float64, 0, itlCols*len(os)) // the rows' one backing array
 	arrived := 0.0
 	p.least = math.Inf(1)
 	for _, o := range os {
 		if o.decodeOK && o.itl > 0 && !math.IsInf(o.itl, 0) {
 			r := itlRow(o.b, o.a, o.prefilling, (o.b-1)*(o.b-1), o.kv, 0)
-			x, y, groups = append(x, r[:]), append(y, o.itl), append(groups, o.group)
+			cells = append(cells, r[:]...)
+			row := cells[len(cells)-itlCols : len(cells) : len(cells)]
+			x, y, groups = append(x, row), append(y, o.itl), append(groups, o.group)
 			prod = append(prod, o.prod)
 			p.reach, arrived = math.Max(p.reach, o.b), math.Max(arrived, o.a)
 			p.least = math.Min(p.least, o.b)
@@ -456,8 +456,10 @@ func itlPart(os []obs, pr Prior, prefill float64) part {
 				return f.xc, f.q
 			}
 			xc := make([][]float64, len(x))
+			cells := make([]float64, itlCols*len(x))
 			for i, row := range x {
-				xc[i] = slices.Clone(row)
+				xc[i] = cells[i*itlCols : (i+1)*itlCols : (i+1)*itlCols]
+				copy(xc[i], row)
 				xc[i][curved] = 0
 				xc[i][experts] = levelColumn(row[1]+1, r)
 			}

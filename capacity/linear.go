@@ -319,27 +319,38 @@ func fitLinear(x [][]float64, y []float64, groups []int, nonneg []bool, prior sl
 // comes from the groups too (below).
 func (f *linearFit) clustered(x [][]float64, w, resid []float64, groups []int, inv [][]float64) {
 	k := len(f.beta)
-	index := map[int]int{} // a group's place in scores, in order of appearance: sums in one order
-	var scores [][]float64
+	// Each row's group's place in scores, in order of appearance, so the
+	// sums run in one order. A burst's rows come together, so the search
+	// from the latest group seen ends at once; it allocates nothing per
+	// group, where a map and a slice a group had made this the fleet's
+	// largest allocation (every refit of every use case calls it).
+	seen := make([]int, 0, len(resid))
+	at := make([]int, len(resid))
 	for i := range resid {
 		g := len(groups) - 1 - i // each prior row: a group of its own
 		if i < len(groups) {
 			g = groups[i]
 		}
-		at, ok := index[g]
-		if !ok {
-			at = len(scores)
-			index[g] = at
-			scores = append(scores, make([]float64, k))
+		j := len(seen) - 1
+		for j >= 0 && seen[j] != g {
+			j--
 		}
-		s := scores[at]
+		if j < 0 {
+			j = len(seen)
+			seen = append(seen, g)
+		}
+		at[i] = j
+	}
+	flat := make([]float64, len(seen)*k)
+	for i := range resid {
+		s := flat[at[i]*k : (at[i]+1)*k]
 		for j := range k {
 			if f.used[j] {
 				s[j] += w[i] * resid[i] * x[i][j]
 			}
 		}
 	}
-	nG, n, p := float64(len(scores)), float64(len(resid)), float64(cols(f.used))
+	nG, n, p := float64(len(seen)), float64(len(resid)), float64(cols(f.used))
 	if nG < 2 || n <= p {
 		return
 	}
@@ -361,7 +372,8 @@ func (f *linearFit) clustered(x [][]float64, w, resid []float64, groups []int, i
 			continue
 		}
 		v := 0.0
-		for _, s := range scores {
+		for g := range len(seen) {
+			s := flat[g*k : (g+1)*k]
 			u := 0.0
 			for a := range k {
 				u += inv[j][a] * s[a]

@@ -47,7 +47,7 @@ const engineGroups = 1 << 30
 // of the use case's shape holds, on average over its decode.
 func observations(points []Point, perRequest float64) []obs {
 	excess := func(p Point) float64 { return (p.KV - p.Held*perRequest) / 1000 }
-	var out []obs
+	out := make([]obs, 0, len(points)) // one a point at most
 	groups := map[[3]int64][]Point{}
 	var keys [][3]int64
 	for _, p := range points {

@@ -41,12 +41,14 @@ type part struct {
 // charges every request in flight alike charges both the same.
 func ttftPart(os []obs, pr Prior) part {
 	var p part
-	var x [][]float64
-	var y []float64
-	var groups []int
+	x, y, groups := make([][]float64, 0, len(os)), make([]float64, 0, len(os)), make([]int, 0, len(os))
+	const width = 5
+	cells := make([]float64, 0, width*len(os)) // the rows' one backing array
 	for _, o := range os {
 		if o.ttft > 0 && !math.IsInf(o.ttft, 0) {
-			x, y, groups = append(x, []float64{1, o.q - 1, o.w, o.d, o.kv}), append(y, o.ttft), append(groups, o.group)
+			cells = append(cells, 1, o.q-1, o.w, o.d, o.kv)
+			row := cells[len(cells)-width : len(cells) : len(cells)]
+			x, y, groups = append(x, row), append(y, o.ttft), append(groups, o.group)
 			p.reach = math.Max(p.reach, o.level)
 		}
 	}

@@ -231,7 +231,7 @@ func Evaluate(target string, u UseCase, points []Point, now Production) Estimate
 func (m *Memo) evaluate(target string, u UseCase, points []Point, now Production, slot string) Estimate {
 	// The engine's own readings (Point.Engine) feed the ITL law; the
 	// points shown, counted and judged for the margins are the probes'.
-	probes := slices.DeleteFunc(slices.Clone(points), func(p Point) bool { return p.Engine })
+	probes := kept(points, func(p Point) bool { return !p.Engine })
 	e := Estimate{Target: target, UseCase: u.Name, Scenario: u.Scenario, Capacity: math.NaN(), Lower: math.NaN(), Upper: math.NaN(), Aim: math.NaN(),
 		Load: now.InFlight, Free: math.NaN(), Ratio: math.NaN(), Margin: math.NaN(), SamplesNeeded: MinSamples, Points: probes}
 	e.SLOs = u.SLOs()
@@ -244,8 +244,8 @@ func (m *Memo) evaluate(target string, u UseCase, points []Point, now Production
 	// Until the laws are placed, the margin is the window's statistic over
 	// the lone probes: what users met at the loads production made.
 	var lone []Point
-	for _, p := range recent(probes, u.Recent) {
-		if p.Burst <= 1 && p.Cell == 0 && !p.Aftermath {
+	for _, p := range probes {
+		if !p.Time.Before(u.Recent) && p.Burst <= 1 && p.Cell == 0 && !p.Aftermath {
 			lone = append(lone, p)
 		}
 	}
@@ -268,16 +268,19 @@ func (m *Memo) evaluate(target string, u UseCase, points []Point, now Production
 	return e
 }
 
-func recent(points []Point, since time.Time) []Point {
+// kept is a copy of the points keep holds, sized to them: an estimate
+// holds its own (Estimate.Points) until the next refit, and a fleet holds
+// every target's and use case's at once.
+func kept(points []Point, keep func(Point) bool) []Point {
 	n := 0
 	for _, p := range points {
-		if !p.Time.Before(since) {
+		if keep(p) {
 			n++
 		}
 	}
 	out := make([]Point, 0, n)
 	for _, p := range points {
-		if !p.Time.Before(since) {
+		if keep(p) {
 			out = append(out, p)
 		}
 	}

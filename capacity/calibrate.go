@@ -23,16 +23,12 @@ func Burst(e Estimate, load, queued float64, maxBurst int) int {
 		return 0
 	}
 	var loads []float64
-	top := 1.0
 	for _, p := range e.Points {
-		switch {
-		case p.Aftermath || math.IsNaN(p.Load):
-		case p.Burst > 1 || p.Cell > 0:
-			top = math.Max(top, p.Load)
-		default:
+		if !p.Aftermath && !math.IsNaN(p.Load) && p.Burst <= 1 && p.Cell == 0 {
 			loads = append(loads, p.Load)
 		}
 	}
+	top := BurstTop(e)
 	if len(loads) == 0 {
 		return 0
 	}
@@ -61,6 +57,19 @@ func Burst(e Estimate, load, queued float64, maxBurst int) int {
 	}
 	n := math.Max(math.Round(level-queued), 2)
 	return int(math.Min(n, float64(maxBurst)))
+}
+
+// BurstTop is the highest level a burst or a bench cell of the window
+// measured, at least 1: where calibration's next burst starts from, and
+// past max_burst no burst goes (Burst).
+func BurstTop(e Estimate) float64 {
+	top := 1.0
+	for _, p := range e.Points {
+		if !p.Aftermath && !math.IsNaN(p.Load) && (p.Burst > 1 || p.Cell > 0) {
+			top = math.Max(top, p.Load)
+		}
+	}
+	return top
 }
 
 // BurstOutput is how many tokens each probe of a burst of n generates:

@@ -127,6 +127,16 @@ type Estimate struct {
 	Samples       int       `json:"samples"`
 	SamplesNeeded int       `json:"samples_needed"`
 	NextProbe     time.Time `json:"next_probe,omitzero"`
+	// BurstLimit is, for a bound, the largest burst calibration may send
+	// this use case, once its bursts have reached it, and BurstLimitBy
+	// the setting that holds it there: "calibration.max_burst", or
+	// "probe_budget" where the budget pays for no larger burst within the
+	// use case's window; "calibration.enabled" (BurstLimit 0) where
+	// calibration is off. No burst will then place the threshold: only
+	// production's own load going further, or the setting raised (set by
+	// the estimator, which knows them).
+	BurstLimit   int    `json:"burst_limit,omitempty"`
+	BurstLimitBy string `json:"burst_limit_by,omitempty"`
 	// Seed counts the bench points the estimate also rests on; 0: probes alone.
 	Seed   int     `json:"seed_points,omitempty"`
 	Why    string  `json:"why,omitempty"`

@@ -106,11 +106,13 @@ func (e Estimate) MarshalJSON() ([]byte, error) {
 		Next     string `json:"next_probe,omitempty"`
 		Seed     int    `json:"seed_points,omitempty"`
 		Why      string `json:"why,omitempty"`
+		Limit    int    `json:"burst_limit,omitempty"`
+		LimitBy  string `json:"burst_limit_by,omitempty"`
 		SLOs     []SLO  `json:"slos"`
 		Model    any    `json:"model,omitempty"`
 		KVCache  num    `json:"kv_cache_tokens,omitempty"`
 		Points   any    `json:"points"`
-	}{e.Target, e.UseCase, e.Scenario, num(e.Capacity), num(e.Lower), num(e.Upper), e.Bound, num(e.Aim), num(e.Reach), num(e.Load), num(e.Free), num(e.Ratio), num(e.Margin), e.Samples, e.SamplesNeeded, next, e.Seed, e.Why, e.SLOs, model(e.Model()), num(e.KVCache()), pts})
+	}{e.Target, e.UseCase, e.Scenario, num(e.Capacity), num(e.Lower), num(e.Upper), e.Bound, num(e.Aim), num(e.Reach), num(e.Load), num(e.Free), num(e.Ratio), num(e.Margin), e.Samples, e.SamplesNeeded, next, e.Seed, e.Why, e.BurstLimit, e.BurstLimitBy, e.SLOs, model(e.Model()), num(e.KVCache()), pts})
 }
 
 // pointJSON is a Point as /api/v1/status writes it, and as Replay reads it

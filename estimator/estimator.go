@@ -194,9 +194,8 @@ func (e *Estimator) Burst(target string, load engine.Load, maxBurst int) monitor
 	best, bestRank, chosen, n := math.Inf(1), 3, -1, 0
 	s, ests := e.estimates(target, load, time.Now(), false)
 	for i, est := range ests {
-		u := s.us[i]
-		lengthens := capacity.Lengthens(est, s.probeOut[i], u.OutputTokens)
-		k := capacity.Burst(est, load.InFlight(), load.Waiting, min(maxBurst, affordable(est.Points, cfg.ProbeBudget, u.Window, lengthens)))
+		limit, _ := burstLimit(cfg, s, i, est, maxBurst)
+		k := capacity.Burst(est, load.InFlight(), load.Waiting, limit)
 		if k < 2 {
 			continue
 		}
@@ -226,6 +225,44 @@ func burstRank(est capacity.Estimate) int {
 		return 1
 	}
 	return 2
+}
+
+// burstLimit is the largest burst calibration may send use case i of s,
+// whose estimate is est, and the setting that holds it there: maxBurst
+// (calibration.max_burst), or the probe budget where it pays for fewer
+// within the use case's window (affordable).
+func burstLimit(cfg *config.Config, s spec, i int, est capacity.Estimate, maxBurst int) (int, string) {
+	u := s.us[i]
+	lengthens := capacity.Lengthens(est, s.probeOut[i], u.OutputTokens)
+	if a := affordable(est.Points, cfg.ProbeBudget, u.Window, lengthens); a < maxBurst {
+		return a, "probe_budget"
+	}
+	return maxBurst, "calibration.max_burst"
+}
+
+// limited says, on a bound, what keeps calibration from placing it: the
+// setting that no burst can pass (Estimate.BurstLimitBy), once the bursts
+// have reached its limit, or calibration off. A bound that only waits for
+// a quiet moment or a probe is left as it is: its burst will come.
+func limited(cfg *config.Config, s spec, i int, est *capacity.Estimate) {
+	if est.Bound == "" {
+		return
+	}
+	if !cfg.Calibration.Enabled {
+		est.BurstLimitBy = "calibration.enabled"
+		return
+	}
+	// A burst's level counts the prompts its probes competed with, which
+	// may read under the probes sent (a burst of 64 at 63.4): calibration
+	// then sends another of the limit's size, which measures that level
+	// again and reaches no further.
+	top := capacity.BurstTop(*est)
+	for _, p := range est.Points {
+		top = math.Max(top, float64(p.Burst))
+	}
+	if limit, by := burstLimit(cfg, s, i, *est, cfg.Calibration.MaxBurst); limit < 2 || top >= float64(limit) {
+		est.BurstLimit, est.BurstLimitBy = max(limit, 0), by
+	}
 }
 
 // affordable is the largest burst of a use case's scenario that the budget
@@ -285,9 +322,10 @@ func (e *Estimator) Estimates(status []collector.TargetStatus, now time.Time) []
 		if ok && s.Up {
 			load = s.Load
 		}
-		_, ests := e.estimates(t.Name, load, now, false)
-		for _, est := range ests {
+		sp, ests := e.estimates(t.Name, load, now, false)
+		for i, est := range ests {
 			est.NextProbe = s.Next[est.Scenario]
+			limited(cfg, sp, i, &est)
 			out = append(out, est)
 		}
 	}

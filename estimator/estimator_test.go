@@ -1,6 +1,8 @@
 package estimator
 
 import (
+	"bytes"
+	"encoding/json"
 	"math"
 	"testing"
 	"time"
@@ -135,5 +137,59 @@ func TestDecodedReadingsNeedTheirKV(t *testing.T) {
 	e.Reset("a")
 	if got := e.engine.Window("a", "", now.Add(-time.Hour)); len(got) != 0 {
 		t.Errorf("kept %d readings after the target's server changed", len(got))
+	}
+}
+
+// A bound says what holds calibration back once no burst can go further:
+// the bursts reached max_burst, or the largest burst the probe budget pays
+// for within the use case's window, or calibration is off. Below its limit
+// it says nothing: the next burst will come (the status page promises it).
+func TestABoundSaysWhatHoldsCalibration(t *testing.T) {
+	for _, tc := range []struct {
+		name, cfg string
+		burst     int
+		limit     int
+		by        string
+	}{
+		{"bursts at max_burst", "calibration: {enabled: true, max_burst: 4}\n", 4, 4, "calibration.max_burst"},
+		{"bursts under max_burst", "calibration: {enabled: true, max_burst: 8}\n", 4, 0, ""},
+		{"calibration off", "calibration: {enabled: false}\n", 4, 0, "calibration.enabled"},
+		// 0.2% of a 30-minute window is 3.6 s; a burst's probes queue for
+		// 0.5 s of prefill each after a 0.5 s decode: six of them.
+		{"bursts at what the budget pays for", "probe_budget: 0.002\n", 6, 6, "probe_budget"},
+		{"bursts under what the budget pays for", "probe_budget: 0.002\n", 4, 0, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := config.Parse([]byte("targets: [{name: a, url: 'http://h'}]\n" +
+				"scenarios: [{name: s, input_tokens: 1024, output_tokens: 16}]\nuse_cases: [{name: u, scenario: s, ttft_max: 10s}]\n" + tc.cfg))
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := New(cfg, nil)
+			now := time.Now()
+			sample := func(at time.Time, load float64, burst int, ttft time.Duration) monitor.Sample {
+				return monitor.Sample{Target: "a", Scenario: "s", Time: at, Load: load, InFlight: load, Sent: load, Burst: burst,
+					Result: probe.Result{Outcome: probe.Success, TTFT: ttft, E2E: ttft + 500*time.Millisecond, CompletionTokens: 16, Decode: 500 * time.Millisecond}}
+			}
+			e.Record(sample(now.Add(-10*time.Minute), 1, 0, 500*time.Millisecond))
+			for i := range tc.burst {
+				e.Record(sample(now.Add(-5*time.Minute), float64(tc.burst), tc.burst, 500*time.Millisecond+time.Duration(i)*20*time.Millisecond))
+			}
+			got := e.Estimates([]collector.TargetStatus{{Name: "a", Up: true}}, now)
+			if len(got) != 1 || got[0].Bound == "" {
+				t.Fatalf("want one bound, got %+v", got)
+			}
+			if got[0].BurstLimit != tc.limit || got[0].BurstLimitBy != tc.by {
+				t.Errorf("burst limit %d by %q, want %d by %q (%s)", got[0].BurstLimit, got[0].BurstLimitBy, tc.limit, tc.by, got[0].Why)
+			}
+			// /api/v1/status says it too, and nothing where a burst will come.
+			b, err := json.Marshal(got[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if has := bytes.Contains(b, []byte(`"burst_limit_by":"`+tc.by+`"`)); has != (tc.by != "") || bytes.Contains(b, []byte(`"burst_limit_by"`)) != (tc.by != "") {
+				t.Errorf("the estimate's JSON %s: burst_limit_by %q shown %v", b, tc.by, has)
+			}
+		})
 	}
 }

@@ -159,6 +159,21 @@ func reason(e capacity.Estimate, state string, now time.Time) string {
 		if why != "" {
 			out += " (" + why + ")"
 		}
+		// A burst places it only where one may still go further: past
+		// the setting that holds calibration the page says which it is,
+		// not a burst that will never come.
+		switch e.BurstLimitBy {
+		case "calibration.enabled":
+			return out + "; calibration is off (calibration.enabled), so only production's own load going further places it." + next
+		case "calibration.max_burst":
+			return out + fmt.Sprintf("; calibration has sent the largest burst it may (%d probes, calibration.max_burst), so only a larger max_burst, or production's own load going further, places it.", e.BurstLimit) + next
+		case "probe_budget":
+			sent := fmt.Sprintf("has sent the largest burst the probe budget pays for within the use case's window (%d probes)", e.BurstLimit)
+			if e.BurstLimit < 2 {
+				sent = "can pay for no burst within the use case's window"
+			}
+			return out + "; calibration " + sent + ", so only a larger probe_budget, or production's own load going further, places it." + next
+		}
 		return out + "; a calibration burst nearer the threshold places it." + next
 	case "unknown":
 		out := "No estimate yet"

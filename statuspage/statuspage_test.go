@@ -131,6 +131,39 @@ func TestABoundUnderOneRequest(t *testing.T) {
 	}
 }
 
+// A bound whose bursts can go no further says which setting holds them,
+// not that a burst will place it; one whose next burst will come says so.
+func TestABoundNamesWhatHoldsCalibration(t *testing.T) {
+	for _, tc := range []struct {
+		limit     int
+		by        string
+		want, not string
+	}{
+		{0, "", "; a calibration burst nearer the threshold places it. The next probe", "max_burst"},
+		{64, "calibration.max_burst", "; calibration has sent the largest burst it may (64 probes, calibration.max_burst), so only a larger max_burst, or production&#39;s own load going further, places it. The next probe", "a calibration burst nearer"},
+		{6, "probe_budget", "; calibration has sent the largest burst the probe budget pays for within the use case&#39;s window (6 probes), so only a larger probe_budget", "a calibration burst nearer"},
+		{1, "probe_budget", "; calibration can pay for no burst within the use case&#39;s window, so only a larger probe_budget", "(1 probes)"},
+		{0, "calibration.enabled", "; calibration is off (calibration.enabled), so only production&#39;s own load going further places it.", "a calibration burst nearer"},
+	} {
+		t.Run(tc.by, func(t *testing.T) {
+			e := capacity.Estimate{Target: "gpu-1", UseCase: "short-chatbot", Scenario: "ctx-8k", Capacity: math.NaN(), Bound: "lower", Lower: 128, Upper: math.Inf(1),
+				Load: 1, Margin: 0.9, Free: math.NaN(), Ratio: math.NaN(), Samples: 70, SamplesNeeded: 2, NextProbe: t0.Add(90 * time.Second),
+				BurstLimit: tc.limit, BurstLimitBy: tc.by, Why: "at least 128.0: TTFT threshold not reached; requests together up to 64"}
+			var b bytes.Buffer
+			target := Target{TargetStatus: collector.TargetStatus{Name: "gpu-1", URL: "http://gpu-1:8000", Up: true}, Since: t0.Add(-time.Hour), Budget: 0.02}
+			if err := Render(&b, []Target{target}, []capacity.Estimate{e}, t0, 30*time.Second); err != nil {
+				t.Fatal(err)
+			}
+			page := b.String()
+			reason := page[strings.Index(page, `<p class="reason">`):]
+			reason = reason[:strings.Index(reason, "</p>")]
+			if !strings.Contains(reason, tc.want) || strings.Contains(reason, tc.not) {
+				t.Errorf("the row's sentence %q lacks %q or has %q", reason, tc.want, tc.not)
+			}
+		})
+	}
+}
+
 // A margin that rounds to zero from below reads 0.0, not -0.0.
 func TestNum(t *testing.T) {
 	for v, want := range map[float64]string{-0.04: "0.0", -0.06: "-0.1", 0.04: "0.0", 2.25: "2.2", math.NaN(): "-", math.Inf(1): "-"} {

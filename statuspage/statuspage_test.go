@@ -107,14 +107,8 @@ func TestABoundUnderOneRequest(t *testing.T) {
 			e := capacity.Estimate{Target: "gpu-1", UseCase: "chatbot", Scenario: "ctx-32k", Capacity: math.NaN(), Bound: "lower", Lower: tc.lower, Upper: math.Inf(1),
 				Load: 6, Margin: tc.margin, Free: math.NaN(), Ratio: math.NaN(), Samples: 3, SamplesNeeded: 2, NextProbe: t0.Add(90 * time.Second), SLOs: tc.slos,
 				Why: fmt.Sprintf("at least %.1f: the laws' bands place no threshold (up to no bound)", tc.lower)}
-			var b bytes.Buffer
 			target := Target{TargetStatus: collector.TargetStatus{Name: "gpu-1", URL: "http://gpu-1:8000", Up: true, Next: map[string]time.Time{"ctx-32k": t0.Add(90 * time.Second)}}, Since: t0.Add(-time.Hour), Budget: 0.02}
-			if err := Render(&b, []Target{target}, []capacity.Estimate{e}, t0, 30*time.Second); err != nil {
-				t.Fatal(err)
-			}
-			page := b.String()
-			reason := page[strings.Index(page, `<p class="reason">`):]
-			reason = reason[:strings.Index(reason, "</p>")]
+			page, reason := renderReason(t, target, e)
 			if !strings.Contains(reason, tc.want) || strings.Contains(reason, tc.not) {
 				t.Errorf("the row's sentence %q lacks %q or has %q", reason, tc.want, tc.not)
 			}
@@ -149,19 +143,30 @@ func TestABoundNamesWhatHoldsCalibration(t *testing.T) {
 			e := capacity.Estimate{Target: "gpu-1", UseCase: "short-chatbot", Scenario: "ctx-8k", Capacity: math.NaN(), Bound: "lower", Lower: 128, Upper: math.Inf(1),
 				Load: 1, Margin: 0.9, Free: math.NaN(), Ratio: math.NaN(), Samples: 70, SamplesNeeded: 2, NextProbe: t0.Add(90 * time.Second),
 				BurstLimit: tc.limit, BurstLimitBy: tc.by, Why: "at least 128.0: TTFT threshold not reached; requests together up to 64"}
-			var b bytes.Buffer
 			target := Target{TargetStatus: collector.TargetStatus{Name: "gpu-1", URL: "http://gpu-1:8000", Up: true}, Since: t0.Add(-time.Hour), Budget: 0.02}
-			if err := Render(&b, []Target{target}, []capacity.Estimate{e}, t0, 30*time.Second); err != nil {
-				t.Fatal(err)
-			}
-			page := b.String()
-			reason := page[strings.Index(page, `<p class="reason">`):]
-			reason = reason[:strings.Index(reason, "</p>")]
+			_, reason := renderReason(t, target, e)
 			if !strings.Contains(reason, tc.want) || strings.Contains(reason, tc.not) {
 				t.Errorf("the row's sentence %q lacks %q or has %q", reason, tc.want, tc.not)
 			}
 		})
 	}
+}
+
+// renderReason renders one target with one estimate and returns the page and
+// the estimate's row sentence.
+func renderReason(t *testing.T, target Target, e capacity.Estimate) (page, reason string) {
+	t.Helper()
+	var b bytes.Buffer
+	if err := Render(&b, []Target{target}, []capacity.Estimate{e}, t0, 30*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	page = b.String()
+	i := strings.Index(page, `<p class="reason">`)
+	if i < 0 {
+		t.Fatal("the page has no row sentence")
+	}
+	reason = page[i:]
+	return page, reason[:strings.Index(reason, "</p>")]
 }
 
 // A margin that rounds to zero from below reads 0.0, not -0.0.

@@ -28,7 +28,7 @@ func Burst(e Estimate, load, queued float64, maxBurst int) int {
 			loads = append(loads, p.Load)
 		}
 	}
-	top := BurstTop(e)
+	top := burstTop(e)
 	if len(loads) == 0 {
 		return 0
 	}
@@ -52,22 +52,35 @@ func Burst(e Estimate, load, queued float64, maxBurst int) int {
 	default:
 		return 0
 	}
-	if top >= float64(maxBurst) {
-		return 0 // the largest burst allowed was measured already
+	if Reached(e) >= float64(maxBurst) {
+		return 0 // the largest burst allowed was sent already
 	}
 	n := math.Max(math.Round(level-queued), 2)
 	return int(math.Min(n, float64(maxBurst)))
 }
 
-// BurstTop is the highest level a burst or a bench cell of the window
-// measured, at least 1: where calibration's next burst starts from, and
-// past max_burst no burst goes (Burst).
-func BurstTop(e Estimate) float64 {
+// burstTop is the highest level a burst or a bench cell of the window
+// measured, at least 1: where calibration's next burst starts from.
+func burstTop(e Estimate) float64 {
 	top := 1.0
 	for _, p := range e.Points {
 		if !p.Aftermath && !math.IsNaN(p.Load) && (p.Burst > 1 || p.Cell > 0) {
 			top = math.Max(top, p.Load)
 		}
+	}
+	return top
+}
+
+// Reached is the largest burst the window holds, by its level or by the
+// probes sent in it, whichever is more: past a limit it has reached, no
+// burst goes (Burst). A burst's level counts the prompts its probes
+// competed with, which may read under the probes sent (a burst of 64 at
+// 63.4); another burst of the limit's size would measure that level
+// again and reach no further.
+func Reached(e Estimate) float64 {
+	top := burstTop(e)
+	for _, p := range e.Points {
+		top = math.Max(top, float64(p.Burst))
 	}
 	return top
 }

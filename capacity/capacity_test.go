@@ -1083,6 +1083,26 @@ func TestBurst(t *testing.T) {
 	}
 }
 
+// A burst of the largest size allowed whose level read under the probes
+// sent (prompts queued beside it counted less than whole) is not sent
+// again: it would measure that level once more and reach no further.
+func TestNoBurstPastTheLimitSent(t *testing.T) {
+	l := server{ttft: func(q, w, d float64) float64 { return 0.2 + 0.3*(q-1+w+d) }, itl: func(b, a float64) float64 { return 0.01 }}
+	u := UseCase{Name: "u", Statistic: "mean", TTFTMax: 20}
+	e := Evaluate("a", u, window(l, loads(12, 1, 2), []int{3}, 0.02, 6), Production{InFlight: 1})
+	for i, p := range e.Points {
+		if p.Burst == 3 {
+			e.Points[i].Load = 2.9
+		}
+	}
+	if got := Burst(e, 1, 0, 4); got < 2 {
+		t.Fatalf("under a limit of 4, Burst = %d, want another burst", got)
+	}
+	if got := Burst(e, 1, 0, 3); got != 0 {
+		t.Errorf("with a burst of 3 sent at level 2.9 and a limit of 3, Burst = %d, want 0", got)
+	}
+}
+
 // A burst's probes generate enough tokens for half of them to decode
 // together, where the decode's reach holds the estimate back: as many as
 // half the first tokens of the latest burst took to come, over its time

@@ -252,15 +252,7 @@ func limited(cfg *config.Config, s spec, i int, est *capacity.Estimate) {
 		est.BurstLimitBy = "calibration.enabled"
 		return
 	}
-	// A burst's level counts the prompts its probes competed with, which
-	// may read under the probes sent (a burst of 64 at 63.4): calibration
-	// then sends another of the limit's size, which measures that level
-	// again and reaches no further.
-	top := capacity.BurstTop(*est)
-	for _, p := range est.Points {
-		top = math.Max(top, float64(p.Burst))
-	}
-	if limit, by := burstLimit(cfg, s, i, *est, cfg.Calibration.MaxBurst); limit < 2 || top >= float64(limit) {
+	if limit, by := burstLimit(cfg, s, i, *est, cfg.Calibration.MaxBurst); limit < 2 || capacity.Reached(*est) >= float64(limit) {
 		est.BurstLimit, est.BurstLimitBy = max(limit, 0), by
 	}
 }

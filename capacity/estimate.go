@@ -129,10 +129,9 @@ type Estimate struct {
 	NextProbe     time.Time `json:"next_probe,omitzero"`
 	// BurstLimit is, for a bound, the largest burst calibration may send
 	// this use case, once its bursts have reached it, and BurstLimitBy
-	// the setting that holds it there: "calibration.max_burst", or
-	// "probe_budget" where the budget pays for no larger burst within the
-	// use case's window; "calibration.enabled" (BurstLimit 0) where
-	// calibration is off. No burst will then place the threshold: only
+	// the setting that holds it there: LimitMaxBurst, or LimitBudget where
+	// the budget pays for no larger burst within the use case's window;
+	// LimitCalibrationOff (BurstLimit 0) where calibration is off. No burst will then place the threshold: only
 	// production's own load going further, or the setting raised (set by
 	// the estimator, which knows them).
 	BurstLimit   int    `json:"burst_limit,omitempty"`
@@ -324,3 +323,12 @@ func (m *Memo) Seeded(target string, u UseCase, points, seed []Point, now Produc
 	s.Why = "capacity from the bench seed and probes; probes alone: " + e.Why
 	return s
 }
+
+// The settings that hold calibration back (Estimate.BurstLimitBy), named
+// as the configuration names them: the status page tells the operator
+// which to raise.
+const (
+	LimitMaxBurst       = "calibration.max_burst"
+	LimitBudget         = "probe_budget"
+	LimitCalibrationOff = "calibration.enabled"
+)

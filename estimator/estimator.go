@@ -235,9 +235,9 @@ func burstLimit(cfg *config.Config, s spec, i int, est capacity.Estimate, maxBur
 	u := s.us[i]
 	lengthens := capacity.Lengthens(est, s.probeOut[i], u.OutputTokens)
 	if a := affordable(est.Points, cfg.ProbeBudget, u.Window, lengthens); a < maxBurst {
-		return a, "probe_budget"
+		return a, capacity.LimitBudget
 	}
-	return maxBurst, "calibration.max_burst"
+	return maxBurst, capacity.LimitMaxBurst
 }
 
 // limited says, on a bound, what keeps calibration from placing it: the
@@ -249,7 +249,7 @@ func limited(cfg *config.Config, s spec, i int, est *capacity.Estimate) {
 		return
 	}
 	if !cfg.Calibration.Enabled {
-		est.BurstLimitBy = "calibration.enabled"
+		est.BurstLimitBy = capacity.LimitCalibrationOff
 		return
 	}
 	if limit, by := burstLimit(cfg, s, i, *est, cfg.Calibration.MaxBurst); limit < 2 || capacity.Reached(*est) >= float64(limit) {

@@ -163,11 +163,11 @@ func reason(e capacity.Estimate, state string, now time.Time) string {
 		// the setting that holds calibration the page says which it is,
 		// not a burst that will never come.
 		switch e.BurstLimitBy {
-		case "calibration.enabled":
+		case capacity.LimitCalibrationOff:
 			return out + "; calibration is off (calibration.enabled), so only production's own load going further places it." + next
-		case "calibration.max_burst":
+		case capacity.LimitMaxBurst:
 			return out + fmt.Sprintf("; calibration has sent the largest burst it may (%d probes, calibration.max_burst), so only a larger max_burst, or production's own load going further, places it.", e.BurstLimit) + next
-		case "probe_budget":
+		case capacity.LimitBudget:
 			sent := fmt.Sprintf("has sent the largest burst the probe budget pays for within the use case's window (%d probes)", e.BurstLimit)
 			if e.BurstLimit < 2 {
 				sent = "can pay for no burst within the use case's window"

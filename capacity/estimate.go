@@ -131,9 +131,10 @@ type Estimate struct {
 	// this use case, once its bursts have reached it, and BurstLimitBy
 	// the setting that holds it there: LimitMaxBurst, or LimitBudget where
 	// the budget pays for no larger burst within the use case's window;
-	// LimitCalibrationOff (BurstLimit 0) where calibration is off. No burst will then place the threshold: only
-	// production's own load going further, or the setting raised (set by
-	// the estimator, which knows them).
+	// LimitCalibrationOff (BurstLimit 0) where calibration is off. No
+	// burst will then place the threshold: only production's own load
+	// going further, or the setting raised (set by the estimator, which
+	// knows them).
 	BurstLimit   int    `json:"burst_limit,omitempty"`
 	BurstLimitBy string `json:"burst_limit_by,omitempty"`
 	// Seed counts the bench points the estimate also rests on; 0: probes alone.

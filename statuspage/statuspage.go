@@ -164,9 +164,9 @@ func reason(e capacity.Estimate, state string, now time.Time) string {
 		// not a burst that will never come.
 		switch e.BurstLimitBy {
 		case capacity.LimitCalibrationOff:
-			return out + "; calibration is off (calibration.enabled), so only production's own load going further places it." + next
+			return out + "; calibration is off (" + e.BurstLimitBy + "), so only production's own load going further places it." + next
 		case capacity.LimitMaxBurst:
-			return out + fmt.Sprintf("; calibration has sent the largest burst it may (%d probes, calibration.max_burst), so only a larger max_burst, or production's own load going further, places it.", e.BurstLimit) + next
+			return out + fmt.Sprintf("; calibration has sent the largest burst it may (%d probes, %s), so only a larger max_burst, or production's own load going further, places it.", e.BurstLimit, e.BurstLimitBy) + next
 		case capacity.LimitBudget:
 			sent := fmt.Sprintf("has sent the largest burst the probe budget pays for within the use case's window (%d probes)", e.BurstLimit)
 			if e.BurstLimit < 2 {
